@@ -1,0 +1,54 @@
+# guilds: sandbox tool helpers and their orchestrator. `make` lists the targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+BIN        := $(CURDIR)/bin
+TOOLS_BIN  := $(CURDIR)/tools/node_modules/.bin
+export PATH := $(TOOLS_BIN):$(PATH)
+export GUILDS_TOOLS_DIR := $(TOOLS_BIN)
+export GUILDS_BIN_DIR := $(BIN)
+export PLAYWRIGHT_NODEJS_PATH ?= $(shell command -v node)
+
+MODULES    := ./shared/... ./helpers/guilds-code/... ./helpers/guilds-browser/... \
+              ./helpers/guilds-script-run/... ./helpers/guilds-git-credential/... ./orchestrator/...
+STATIC     := -tags netgo,osusergo -trimpath -ldflags '-s -w -linkmode external -extldflags -static'
+PURE       := -tags netgo,osusergo -trimpath -ldflags '-s -w'
+GOTEST     ?= go test
+TESTFLAGS  ?= -race -count=1 -timeout 30m
+
+.PHONY: help setup build test bench update run image image-rootfs fmt vet clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+
+setup: ## install what this machine lacks (idempotent, quick when nothing is missing)
+	@./scripts/setup.sh
+
+build: ## build every binary into ./bin
+	@mkdir -p $(BIN)
+	@set -e; for dir in helpers/*/; do name=$$(basename $$dir); [ -f $$dir/main.go ] || continue; \
+	  if [ "$$name" = guilds-code ]; then flags="$(STATIC)"; cgo=1; else flags="$(PURE)"; cgo=0; fi; \
+	  echo "go build $$name"; CGO_ENABLED=$$cgo eval go build $$flags -o $(BIN)/$$name ./$$dir; done
+	@if [ -d orchestrator/cmd/orchestrator ]; then echo "go build orchestrator"; \
+	  CGO_ENABLED=0 go build -trimpath -o $(BIN)/orchestrator ./orchestrator/cmd/orchestrator; fi
+
+test: setup build ## run every module's tests (installs what is missing first)
+	$(GOTEST) $(TESTFLAGS) $(MODULES)
+
+bench: setup build ## run the benchmarks; each prints its ratio against the raw engine or best alternative
+	$(GOTEST) -run '^$$' -bench . -benchtime 1x -count 1 -timeout 60m $(MODULES)
+
+update: setup build ## rewrite golden files from the current behaviour
+	$(GOTEST) -count=1 $$(grep -rl --include='*_test.go' 'flag.Bool("update"' . | xargs -r -n1 dirname | sort -u | sed 's|^|./|') -update
+
+run: setup build ## start the orchestrator on its embedded PostgreSQL with a local sandbox
+	@./scripts/run.sh
+
+fmt: ## format the Go code
+	gofmt -w shared helpers orchestrator
+
+vet: ## vet every module
+	go vet $(MODULES)
+
+clean: ## remove built binaries (keeps the Go cache and .data)
+	rm -rf $(BIN)

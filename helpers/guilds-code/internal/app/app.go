@@ -1,0 +1,85 @@
+// Package app decodes a guilds-code invocation, runs the named tool and writes the envelope.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/places"
+	"github.com/guildsai/guilds/shared/shape"
+)
+
+// Handler runs one tool call and returns its reply; tool failures are replies, not Go errors.
+type Handler func(ctx context.Context, c *runs.Call) envelope.Reply
+
+// tools maps each tool name the model sees to its handler.
+var tools = map[string]Handler{}
+
+// Main runs one invocation and returns the exit status: 0 whenever an envelope was written.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, "usage: guilds-code <base64 request JSON> | --request-file <path>")
+		return 0
+	}
+	req, err := envelope.ParseInvocation(args, places.RunDir())
+	if err != nil {
+		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
+	}
+	return write(stdout, stderr, Dispatch(ctx, runs.New(req)))
+}
+
+// Dispatch runs the call's tool, turning a panic into a tool error and capping the text.
+func Dispatch(ctx context.Context, c *runs.Call) (reply envelope.Reply) {
+	h, ok := tools[c.Req.Tool]
+	if !ok {
+		return envelope.Errorf(nil, "unknown tool %q; guilds-code runs %s", c.Req.Tool, strings.Join(Names(), ", "))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			reply = envelope.Errorf(nil, "%s failed unexpectedly: %v", c.Req.Tool, p)
+		}
+		if reply.Meta == nil {
+			reply.Meta = map[string]any{}
+		}
+		reply.Text = capText(reply.Text, c.Max)
+		reply.Error = capText(reply.Error, c.Max)
+	}()
+	return h(ctx, c)
+}
+
+// Names lists the tools this helper runs, sorted.
+func Names() []string {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// capText is the last guard on the helper's byte cap; tools shape their own text to fit first.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const note = "\n… [result cut at the helper's byte cap]"
+	return shape.Prefix(s, max-len(note)) + note
+}
+
+func write(stdout, stderr io.Writer, r envelope.Reply) int {
+	if _, err := fmt.Fprintln(stdout, envelope.EncodeReply(r)); err != nil {
+		fmt.Fprintf(stderr, "guilds-code: write envelope: %v\n", err)
+		return 1
+	}
+	return 0
+}

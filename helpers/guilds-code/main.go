@@ -1,0 +1,10 @@
+// Command guilds-code runs one code tool call in the sandbox (PROTOCOL.md).
+package main
+
+import (
+	"os"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/app"
+)
+
+func main() { os.Exit(app.Main(os.Args[1:], os.Stdout, os.Stderr)) }

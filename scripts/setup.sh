@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what this machine lacks to build, test and run guilds; quick when nothing is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+have rg        || need+=(ripgrep)
+have bwrap     || need+=(bubblewrap)
+have chromium  || need+=(chromium)
+have ctags     || need+=(universal-ctags)
+have git       || need+=(git)
+have python3   || need+=(python3)
+have gcc       || need+=(gcc libc6-dev)
+have node      || need+=(nodejs)
+have npm       || need+=(npm)
+have curl      || need+=(curl)
+have hyperfine || need+=(hyperfine)
+[ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ] || need+=(postgresql postgresql-contrib)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Pinned engines (ast-grep, the Playwright driver) in the project-local tools folder.
+if ! cmp -s tools/package.json tools/node_modules/.installed 2>/dev/null; then
+  echo "setup: installing pinned engines into tools/node_modules"
+  (cd tools && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp tools/package.json tools/node_modules/.installed
+fi
+
+# Go modules, so builds and tests start warm.
+if [ ! -f .data/.gomod-ok ] || [ -n "$(find . -name go.sum -newer .data/.gomod-ok -print -quit)" ]; then
+  for m in $(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p'); do (cd "$m" && go mod download); done
+  mkdir -p .data && touch .data/.gomod-ok
+fi

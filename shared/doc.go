@@ -1,0 +1,2 @@
+// Package shared is the contract between the orchestrator and the sandbox helpers (PROTOCOL.md).
+package shared

@@ -1,0 +1,3 @@
+module github.com/guildsai/guilds/shared
+
+go 1.26.8
