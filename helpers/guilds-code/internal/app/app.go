@@ -23,6 +23,16 @@ type Handler func(ctx context.Context, c *runs.Call) envelope.Reply
 // tools maps each tool name the model sees to its handler.
 var tools = map[string]Handler{}
 
+// register adds a package's tools; each internal/app/tools_<pkg>.go calls it from init.
+func register(m map[string]Handler) {
+	for name, h := range m {
+		if _, dup := tools[name]; dup {
+			panic("guilds-code: tool " + name + " registered twice")
+		}
+		tools[name] = h
+	}
+}
+
 // Main runs one invocation and returns the exit status: 0 whenever an envelope was written.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
