@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// maxOutput bounds what one command may leave in memory per stream; helpers print one short line.
+const maxOutput = 8 << 20
+
+// run starts the command in its own process group, bounds it by ctx and the request's timeout
+// (killing the whole group), and collects its output.
+func run(ctx context.Context, req ExecRequest, name string, args []string, configure func(*exec.Cmd)) (ExecResult, error) {
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	if configure != nil {
+		configure(cmd)
+	}
+	stdout := &capped{limit: maxOutput}
+	stderr := &capped{limit: maxOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	err := cmd.Start()
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("start %s: %w", cmd.Args[0], err)
+	}
+	err = cmd.Wait()
+	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("%s: %w", cmd.Args[0], ctx.Err())
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+		if res.ExitCode < 0 {
+			res.ExitCode = 128 + int(exit.Sys().(syscall.WaitStatus).Signal())
+		}
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The command exited but left something holding its output open; its result stands.
+	default:
+		return res, fmt.Errorf("run %s: %w", cmd.Args[0], err)
+	}
+	return res, nil
+}
+
+// capped keeps at most limit bytes and drops the rest.
+type capped struct {
+	bytes.Buffer
+	limit int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.limit - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Local is a plain folder per agent with the helpers run directly on the host. It isolates nothing.
+type Local struct {
+	Root     string // host folder holding one folder per agent
+	BinDir   string // host folder holding the guilds-* helpers
+	ToolsDir string // optional host folder of pinned engines (ast-grep, …), exported as GUILDS_TOOLS_DIR
+	Env      []string
+}
+
+// Kind names the provider.
+func (p *Local) Kind() string { return "local" }
+
+// Open returns the agent's sandbox, creating its folders on first use.
+func (p *Local) Open(ctx context.Context, agentID string) (Sandbox, error) {
+	d, err := agentDirs(p.Root, agentID)
+	if err != nil {
+		return nil, err
+	}
+	places := Places{Home: d.home(), RunDir: d.run()}
+	return &localBox{p: p, d: d, fileAPI: fileAPI{places: places, d: d}}, nil
+}
+
+type localBox struct {
+	fileAPI
+	p *Local
+	d dirs
+}
+
+func (b *localBox) Places() Places { return b.places }
+
+func (b *localBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	if len(req.Argv) == 0 {
+		return ExecResult{}, errEmptyArgv
+	}
+	name := req.Argv[0]
+	if strings.HasPrefix(name, BinDir+"/") {
+		name = filepath.Join(b.p.BinDir, strings.TrimPrefix(name, BinDir+"/"))
+	}
+	path := b.p.BinDir
+	if b.p.ToolsDir != "" {
+		path += ":" + b.p.ToolsDir
+	}
+	env := []string{
+		"PATH=" + path + ":" + os.Getenv("PATH"),
+		"HOME=" + b.d.home(),
+		"TMPDIR=" + b.d.tmp(),
+		"LANG=C.UTF-8",
+		"GUILDS_HOME=" + b.d.home(),
+		"GUILDS_RUN_DIR=" + b.d.run(),
+	}
+	if b.p.ToolsDir != "" {
+		env = append(env, "GUILDS_TOOLS_DIR="+b.p.ToolsDir)
+	}
+	env = append(append(env, b.p.Env...), req.Env...)
+	return run(ctx, req, name, req.Argv[1:], func(cmd *exec.Cmd) {
+		cmd.Dir = b.d.home()
+		cmd.Env = env
+	})
+}

@@ -1,0 +1,209 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fakeHelper = `#!/bin/bash
+case "$1" in
+  args) shift; printf '%s|' "$@"; echo ;;
+  env) echo "$GUILDS_HOME $GUILDS_RUN_DIR $(pwd) $EXTRA" ;;
+  stdin) cat ;;
+  exit) echo out; echo err >&2; exit 3 ;;
+  cat) cat "$2" ;;
+  sleep) sleep "$2" ;;
+  write) echo x > "$2" ;;
+  *) exit 99 ;;
+esac
+`
+
+// providers returns each provider kind this machine can run, over fresh folders.
+func providers(t *testing.T) map[string]Provider {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
+	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		ps["bubblewrap"] = bw
+	} else if os.Getenv("CI") != "" {
+		t.Fatalf("bubblewrap must be installed in CI: %v", err)
+	} else {
+		t.Logf("bubblewrap cases skipped: %v", err)
+	}
+	return ps
+}
+
+func TestExec(t *testing.T) {
+	ctx := context.Background()
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			box, err := p.Open(ctx, "agt_1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := box.Places()
+			helper := BinDir + "/guilds-fake"
+
+			res := mustExec(t, box, ExecRequest{Argv: []string{helper, "args", "a b", "", "c"}})
+			if got := string(res.Stdout); got != "a b||c|\n" {
+				t.Errorf("args: got %q", got)
+			}
+			res = mustExec(t, box, ExecRequest{Argv: []string{helper, "env"}, Env: []string{"EXTRA=yes"}})
+			if want := pl.Home + " " + pl.RunDir + " " + pl.Home + " yes\n"; string(res.Stdout) != want {
+				t.Errorf("env: got %q, want %q", res.Stdout, want)
+			}
+			res = mustExec(t, box, ExecRequest{Argv: []string{helper, "stdin"}, Stdin: []byte("fed")})
+			if string(res.Stdout) != "fed" {
+				t.Errorf("stdin: got %q", res.Stdout)
+			}
+			res = mustExec(t, box, ExecRequest{Argv: []string{helper, "exit"}})
+			if res.ExitCode != 3 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+				t.Errorf("exit: got %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
+func TestExecTimeoutKillsGroup(t *testing.T) {
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			box, err := p.Open(context.Background(), "agt_t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = box.Exec(context.Background(), ExecRequest{Argv: []string{BinDir + "/guilds-fake", "sleep", "31.5"}, Timeout: 300 * time.Millisecond})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("want deadline error, got %v", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("timeout took %v", d)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if out, _ := exec.Command("pgrep", "-f", "sleep 31.5").Output(); len(out) > 0 {
+				t.Fatalf("sleep survived its timeout: pids %s", out)
+			}
+		})
+	}
+}
+
+func TestFileAPI(t *testing.T) {
+	ctx := context.Background()
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			box, err := p.Open(ctx, "agt_f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := box.Places()
+			req := pl.RunDir + "/requests/c1.json"
+			if err := box.WriteFile(ctx, req, []byte(`{"a":1}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := mustExec(t, box, ExecRequest{Argv: []string{BinDir + "/guilds-fake", "cat", req}})
+			if string(res.Stdout) != `{"a":1}` {
+				t.Errorf("helper read %q through the sandbox", res.Stdout)
+			}
+			got, err := box.ReadFile(ctx, req)
+			if err != nil || string(got) != `{"a":1}` {
+				t.Errorf("ReadFile: %q %v", got, err)
+			}
+			for _, bad := range []string{"/etc/passwd", pl.Home + "/../x", "relative.txt", pl.RunDir + "x/y"} {
+				if err := box.WriteFile(ctx, bad, []byte("x"), 0o600); err == nil {
+					t.Errorf("WriteFile(%q) was allowed", bad)
+				}
+				if _, err := box.ReadFile(ctx, bad); err == nil {
+					t.Errorf("ReadFile(%q) was allowed", bad)
+				}
+			}
+		})
+	}
+}
+
+func TestFileAPIDoesNotFollowPlantedLinks(t *testing.T) {
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &Local{Root: t.TempDir(), BinDir: t.TempDir()}
+	box, err := p.Open(ctx, "agt_l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqDir := filepath.Join(box.Places().RunDir, "requests")
+	os.MkdirAll(reqDir, 0o755)
+	// A link at the destination, and a linked folder on the way.
+	os.Symlink(outside, filepath.Join(reqDir, "c1.json"))
+	os.Symlink(filepath.Dir(outside), filepath.Join(box.Places().RunDir, "evil"))
+	if err := box.WriteFile(ctx, box.Places().RunDir+"/requests/c1.json", []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := box.WriteFile(ctx, box.Places().RunDir+"/evil/victim", []byte("new"), 0o600); err == nil {
+		t.Error("write through a linked folder was allowed")
+	}
+	if _, err := box.ReadFile(ctx, box.Places().RunDir+"/evil/victim"); err == nil {
+		t.Error("read through a linked folder was allowed")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "untouched" {
+		t.Fatalf("file outside the sandbox changed: %q", b)
+	}
+}
+
+func TestBubblewrapIsolation(t *testing.T) {
+	ps := providers(t)
+	p, ok := ps["bubblewrap"]
+	if !ok {
+		t.Skip("bubblewrap not installed")
+	}
+	secret := filepath.Join(t.TempDir(), "host-only")
+	os.WriteFile(secret, []byte("x"), 0o644)
+	box, err := p.Open(context.Background(), "agt_i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := BinDir + "/guilds-fake"
+	if res := mustExec(t, box, ExecRequest{Argv: []string{helper, "cat", secret}}); res.ExitCode == 0 {
+		t.Errorf("host file %s is visible in the sandbox", secret)
+	}
+	if res := mustExec(t, box, ExecRequest{Argv: []string{helper, "write", "/usr/bin/guilds-probe"}}); res.ExitCode == 0 {
+		t.Error("the system is writable")
+	}
+	if res := mustExec(t, box, ExecRequest{Argv: []string{helper, "write", "/home/agent/ok"}}); res.ExitCode != 0 {
+		t.Errorf("the workspace is not writable: %s", res.Stderr)
+	}
+}
+
+func TestFromKind(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := FromKind("docker", "r", "b", "", log); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("unknown kind: %v", err)
+	}
+	p, err := FromKind("local", "r", "b", "", log)
+	if err != nil || p.Kind() != "local" {
+		t.Errorf("local: %v %v", p, err)
+	}
+	if _, err := p.Open(context.Background(), "../x"); err == nil {
+		t.Error("an agent id with a slash named a folder")
+	}
+}
+
+func mustExec(t *testing.T, box Sandbox, req ExecRequest) ExecResult {
+	t.Helper()
+	res, err := box.Exec(context.Background(), req)
+	if err != nil {
+		t.Fatalf("exec %v: %v", req.Argv, err)
+	}
+	return res
+}

@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+)
+
+// FromKind returns the provider named by kind ("bubblewrap", "local", or "" for bubblewrap where
+// bwrap exists and local elsewhere). Choosing local logs that it isolates nothing.
+func FromKind(kind, root, binDir, toolsDir string, log *slog.Logger) (Provider, error) {
+	if kind == "" {
+		if _, err := exec.LookPath("bwrap"); err == nil {
+			kind = "bubblewrap"
+		} else {
+			kind = "local"
+		}
+	}
+	switch kind {
+	case "bubblewrap":
+		return NewBubblewrap(root, binDir, toolsDir)
+	case "local":
+		log.Warn("sandbox kind local isolates nothing: helpers run directly on the host as this user", "root", root)
+		return &Local{Root: root, BinDir: binDir, ToolsDir: toolsDir}, nil
+	default:
+		return nil, fmt.Errorf("sandbox kind %q is unknown: use bubblewrap or local", kind)
+	}
+}
+
+// IsUnavailable reports whether err says a sandbox part is missing.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
