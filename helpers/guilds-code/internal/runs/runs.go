@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/places"
@@ -125,7 +129,7 @@ func (c *Call) Resolve(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("workspace %s: %w", c.Home, err)
 	}
-	real, err := evalExisting(abs)
+	real, err := evalExisting(abs, 0)
 	if err != nil {
 		return "", err
 	}
@@ -140,8 +144,14 @@ func Within(root, path string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator)) || root == "/"
 }
 
+// maxLinkHops bounds how many dangling links evalExisting follows, as the kernel bounds link loops.
+const maxLinkHops = 40
+
 // evalExisting follows links in the longest existing prefix of abs and appends the rest.
-func evalExisting(abs string) (string, error) {
+func evalExisting(abs string, hops int) (string, error) {
+	if hops > maxLinkHops {
+		return "", fmt.Errorf("resolve %s: too many levels of links", abs)
+	}
 	rest := []string{}
 	cur := abs
 	for {
@@ -168,7 +178,7 @@ func evalExisting(abs string) (string, error) {
 			if !filepath.IsAbs(target) {
 				target = filepath.Join(parent, target)
 			}
-			next, err := evalExisting(filepath.Clean(target))
+			next, err := evalExisting(filepath.Clean(target), hops+1)
 			if err != nil {
 				return "", err
 			}
@@ -182,15 +192,30 @@ func evalExisting(abs string) (string, error) {
 	}
 }
 
-// Rel renders an absolute path relative to the working directory when it lies under it,
-// relative to Home when under that, else as is.
+// Rel renders an absolute path the way the model can pass it back to a file tool: relative to
+// the working directory when it lies under it (links in the working directory or Home followed),
+// else absolute.
 func (c *Call) Rel(abs string) string {
-	for _, base := range []string{c.Cwd(), c.Home} {
-		if r, err := filepath.Rel(base, abs); err == nil && !strings.HasPrefix(r, "..") {
+	cwd := c.Cwd()
+	bases := []string{cwd}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
+		bases = append(bases, real)
+	}
+	for _, base := range bases {
+		if r, ok := under(base, abs); ok {
 			return r
 		}
 	}
 	return abs
+}
+
+// under returns path relative to base when path is base or inside it.
+func under(base, path string) (string, bool) {
+	r, err := filepath.Rel(base, path)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") || filepath.IsAbs(r) {
+		return "", false
+	}
+	return r, true
 }
 
 // DecodeArgs decodes the call's arguments into v (a pointer to a struct), refusing unknown
@@ -259,33 +284,94 @@ func fieldList(v any) string {
 	return strings.Join(names, ", ")
 }
 
-// WriteFileAtomic replaces path with data through a temporary file in the same folder.
+// WriteFileAtomic replaces path with data through a temporary file in the same folder, so a
+// reader sees the old or the new content and never a mix. The data is written into an unnamed
+// file (O_TMPFILE) that is given a name only to be renamed over path, so a process killed
+// mid-write leaves nothing behind; where the file system lacks O_TMPFILE it falls back to a
+// named temporary file, and the next write to path removes any its dead writer left.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	removeStaleTemps(dir, base)
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.guilds-tmp-%d-%d", base, os.Getpid(), rand.Uint32()))
+	f, err := os.OpenFile(dir, os.O_WRONLY|unix.O_TMPFILE, 0o600)
+	if err != nil {
+		return writeNamedTemp(path, tmp, data, mode)
+	}
+	defer f.Close()
+	if err := fill(f, path, data, mode); err != nil {
+		return err
+	}
+	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return writeNamedTemp(path, tmp, data, mode)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}
+
+func fill(f *os.File, path string, data []byte, mode fs.FileMode) error {
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeNamedTemp is WriteFileAtomic through a named temporary file.
+func writeNamedTemp(path, tmp string, data []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
-	name := tmp.Name()
 	ok := false
 	defer func() {
 		if !ok {
-			tmp.Close()
-			os.Remove(name)
+			f.Close()
+			os.Remove(tmp)
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := fill(f, path, data, mode); err != nil {
+		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("chmod %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", path, err)
 	}
-	if err := os.Rename(name, path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("replace %s: %w", path, err)
 	}
 	ok = true
 	return nil
+}
+
+// removeStaleTemps deletes temporary files for base in dir whose writing process is gone.
+func removeStaleTemps(dir, base string) {
+	prefix := "." + base + ".guilds-tmp-"
+	names, _ := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"*"))
+	for _, name := range names {
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(name), prefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			os.Remove(name)
+		}
+	}
+}
+
+// globEscape quotes the pattern characters of filepath.Match in s.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
