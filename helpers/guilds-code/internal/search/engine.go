@@ -1,0 +1,44 @@
+// Package search runs the text and syntax searches behind code_search and code_match.
+package search
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// engine is a search program and how an operator installs it. Its name never reaches a
+// result or an error of normal operation; only the install hint names the package.
+type engine struct {
+	bin     string // executable name looked up
+	what    string // what the tool calls it: "text search", "syntax search"
+	install string // operator's install step
+}
+
+var (
+	textEngine   = engine{bin: "rg", what: "text search", install: "run `make setup` (Debian package ripgrep)"}
+	syntaxEngine = engine{bin: "ast-grep", what: "syntax search", install: "run `make setup` (npm package @ast-grep/cli, pinned in tools/package.json)"}
+)
+
+// locate finds the engine on PATH, then in $GUILDS_TOOLS_DIR, then in
+// <directory of the running executable>/../tools/node_modules/.bin.
+func (e engine) locate() (string, error) {
+	if p, err := exec.LookPath(e.bin); err == nil {
+		return p, nil
+	}
+	var dirs []string
+	if d := os.Getenv("GUILDS_TOOLS_DIR"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "..", "tools", "node_modules", ".bin"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, e.bin)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not installed in this sandbox: %s", e.what, e.install)
+}

@@ -1,0 +1,241 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/shape"
+)
+
+// code_match's limit: default and largest.
+const (
+	DefaultMatchLimit = 30
+	MaxMatchLimit     = 100
+)
+
+// MatchArgs are code_match's arguments.
+type MatchArgs struct {
+	Pattern string `json:"pattern"`
+	Lang    string `json:"lang"`
+	Path    string `json:"path"`
+	Limit   *int   `json:"limit"`
+}
+
+// Match runs code_match: structural matches of a syntax pattern, never in comments or strings.
+// The language comes from lang, else from each file's extension. The budget bounds the search.
+func Match(ctx context.Context, c *runs.Call, a MatchArgs, budget time.Duration) envelope.Reply {
+	if strings.TrimSpace(a.Pattern) == "" {
+		return envelope.Errorf(nil, "pattern is empty; pass a code pattern such as fmt.Errorf($$$ARGS), with $NAME for one node and $$$NAME for any number")
+	}
+	if strings.ContainsRune(a.Pattern, 0) {
+		return envelope.Errorf(nil, "pattern must not contain a NUL byte")
+	}
+	limit := DefaultMatchLimit
+	if a.Limit != nil {
+		if *a.Limit < 1 || *a.Limit > MaxMatchLimit {
+			return envelope.Errorf(nil, "limit must be 1 to %d (default %d), got %d", MaxMatchLimit, DefaultMatchLimit, *a.Limit)
+		}
+		limit = *a.Limit
+	}
+	var lang language
+	known := false
+	if a.Lang != "" {
+		if lang, known = lookupLang(a.Lang); !known {
+			return envelope.Errorf(nil, "lang %q is not a language the syntax search knows; use one of %s (or leave lang out to go by each file's extension)", a.Lang, langNames())
+		}
+	}
+	pl, err := resolvePlace(c, a.Path)
+	if err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	if !known && !pl.isDir {
+		if lang, known = langOfFile(pl.abs); !known {
+			return envelope.Errorf(nil, "cannot tell the language of %s from its extension; pass lang (one of %s)", pl.display(pl.target), langNames())
+		}
+	}
+	bin, err := syntaxEngine.locate()
+	if err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	s := &syntaxSearch{a: a, pl: pl, bin: bin, lang: lang, known: known, limit: limit, budget: budget}
+	if err := s.run(ctx); err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	return s.reply(c.Max)
+}
+
+// syntaxSearch is one code_match run.
+type syntaxSearch struct {
+	a      MatchArgs
+	pl     place
+	bin    string
+	lang   language
+	known  bool
+	limit  int
+	budget time.Duration
+
+	pattern  string // the pattern given to the engine
+	selector string // the node kind to match inside pattern, when it is wrapped
+	note     string // how the pattern was read, when not as given
+	found    []sgMatch
+	timedOut bool
+}
+
+// run checks how the pattern parses where that matters, then collects every match.
+func (s *syntaxSearch) run(ctx context.Context) error {
+	s.pattern = s.a.Pattern
+	if s.known {
+		root, broken, err := s.parse(ctx, s.pattern)
+		if err != nil {
+			return err
+		}
+		switch {
+		case broken:
+			return fmt.Errorf("%s", patternHelp(s.lang, true))
+		case s.lang.name == "go" && root == "type_conversion_expression":
+			// Go reads a bare pkg.Func(args) as a type conversion; inside a function body it is a call.
+			s.pattern, s.selector = "func _() { "+s.a.Pattern+" }", "call_expression"
+			s.note = "read as a Go call expression"
+		}
+	}
+	if err := s.search(ctx); err != nil {
+		return err
+	}
+	if len(s.found) == 0 && !s.known && s.pl.isDir && !s.timedOut {
+		// Without lang, Go files read a bare pkg.Func(args) as a type conversion and match
+		// nothing; read it once more as a Go call in them.
+		goLang, _ := lookupLang("go")
+		probe := &syntaxSearch{pl: s.pl, bin: s.bin, lang: goLang, known: true, budget: s.budget}
+		if root, broken, err := probe.parse(ctx, s.a.Pattern); err == nil && !broken && root == "type_conversion_expression" {
+			s.lang, s.known = goLang, true
+			s.pattern, s.selector = "func _() { "+s.a.Pattern+" }", "call_expression"
+			s.note = "read as a Go call expression in Go files"
+			return s.search(ctx)
+		}
+	}
+	return nil
+}
+
+// search runs the engine once and collects every match.
+func (s *syntaxSearch) search(ctx context.Context) error {
+	args := []string{"run", "--pattern=" + s.pattern, "--json=stream", "--color=never"}
+	if s.selector != "" {
+		args = append(args, "--selector="+s.selector)
+	}
+	if s.known {
+		args = append(args, "--lang="+s.lang.name)
+	}
+	args = append(args, "--", s.pl.target)
+	o, err := stream(ctx, s.pl.dir, s.bin, args, func(line []byte) bool {
+		if m, err := parseSGMatch(line); err == nil {
+			m.Text = showLine(m.Text) // shaped now, so memory stays small
+			s.found = append(s.found, m)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	s.timedOut = o.timedOut
+	if o.code > 1 && len(s.found) == 0 {
+		if msg, ok := syntaxError(o.stderr, s.lang, s.known); ok {
+			return fmt.Errorf("%s", msg)
+		}
+		return fmt.Errorf("syntax search failed: %s", cleanSyntaxText(o.stderr))
+	}
+	return nil
+}
+
+// parse asks the engine how it reads pattern in the search's language.
+func (s *syntaxSearch) parse(ctx context.Context, pattern string) (root string, broken bool, err error) {
+	args := []string{"run", "--pattern=" + pattern, "--lang=" + s.lang.name, "--debug-query=pattern", "--stdin"}
+	o, err := stream(ctx, s.pl.dir, s.bin, args, func([]byte) bool { return true })
+	if err != nil {
+		return "", false, err
+	}
+	if o.timedOut {
+		return "", false, fmt.Errorf("syntax search stopped after %s before it started", s.budget)
+	}
+	if o.code > 1 {
+		if msg, ok := syntaxError(o.stderr, s.lang, true); ok {
+			return "", false, fmt.Errorf("%s", msg)
+		}
+		return "", false, fmt.Errorf("syntax search failed: %s", cleanSyntaxText(o.stderr))
+	}
+	root, broken = patternRoot(o.stderr)
+	return root, broken, nil
+}
+
+// cleanSyntaxText keeps the first line of the engine's message, in the tool's words.
+func cleanSyntaxText(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.Contains(l, "ast-grep") || strings.HasPrefix(l, "See also") || strings.HasPrefix(l, "Help:") {
+			continue
+		}
+		return cleanEngineText(l)
+	}
+	return "no details were given"
+}
+
+// reply shapes the matches: sorted by path and line, one line each, then the totals.
+func (s *syntaxSearch) reply(max int) envelope.Reply {
+	slices.SortFunc(s.found, func(x, y sgMatch) int { return cmp.Or(cmp.Compare(x.File, y.File), cmp.Compare(x.Line, y.Line)) })
+	// Nested matches on one line are one line: show it and count it once.
+	s.found = slices.CompactFunc(s.found, func(x, y sgMatch) bool { return x.File == y.File && x.Line == y.Line })
+	files := 0
+	for i, m := range s.found {
+		if i == 0 || m.File != s.found[i-1].File {
+			files++
+		}
+	}
+	meta := map[string]any{"matches": len(s.found), "files": files}
+	shown := s.found[:min(len(s.found), s.limit)]
+	lines := make([]string, 0, len(shown))
+	for _, m := range shown {
+		lines = append(lines, fmt.Sprintf("%s:%d: %s", s.pl.display(m.File), m.Line, m.Text))
+	}
+	var tail []string
+	switch {
+	case len(s.found) == 0 && s.timedOut:
+		tail = append(tail, "no structural matches found before the search stopped")
+	case len(s.found) == 0:
+		where := "the working directory"
+		if s.pl.target != "." {
+			where = s.pl.display(s.pl.target)
+		}
+		msg := fmt.Sprintf("no structural matches in %s", where)
+		if !s.known {
+			msg += " (the pattern was read in the language of each file's extension; pass lang to read it as one language)"
+		}
+		tail = append(tail, msg)
+	default:
+		total := fmt.Sprintf("%s in %s", plural(len(s.found), "matching line", "matching lines"), plural(files, "file", "files"))
+		if s.timedOut {
+			total = "at least " + total
+		}
+		if left := len(s.found) - len(shown); left > 0 {
+			total += fmt.Sprintf("; %s not shown (limit %d; narrow with path or lang)", plural(left, "more", "more"), s.limit)
+		}
+		tail = append(tail, total)
+	}
+	if s.note != "" {
+		tail = append(tail, "pattern "+s.note)
+	}
+	if s.timedOut {
+		tail = append(tail, fmt.Sprintf("the search stopped after %s; results are partial: narrow path or lang", s.budget.Round(time.Millisecond)))
+	}
+	end := strings.Join(tail, "\n") + "\n"
+	text, _ := shape.FitLines("", lines, max-len(end), func(n int) string {
+		return fmt.Sprintf("… %s left out to fit the result size cap", plural(n, "line", "lines"))
+	})
+	return envelope.Reply{Text: text + end, Meta: meta}
+}

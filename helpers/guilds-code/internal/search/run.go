@@ -1,0 +1,165 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+)
+
+// place is where a search runs: the engine starts in dir and is given target.
+type place struct {
+	dir    string // the run's working directory, links resolved
+	target string // the searched path, relative to dir when under it, else absolute
+	abs    string // the searched path, absolute with links resolved
+	isDir  bool
+}
+
+// resolvePlace checks a path argument (default the working directory) against the workspace.
+func resolvePlace(c *runs.Call, p string) (place, error) {
+	if p == "" {
+		p = "."
+	}
+	abs, err := c.Resolve(p)
+	if err != nil {
+		return place{}, fmt.Errorf("path %s: %w; pass a path inside the workspace", p, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return place{}, fmt.Errorf("path %s does not exist; pass a folder or file in the workspace (default the working directory)", p)
+		}
+		return place{}, fmt.Errorf("path %s: %w", p, err)
+	}
+	dir, err := filepath.EvalSymlinks(c.Cwd())
+	if err != nil {
+		return place{}, fmt.Errorf("working directory: %w", err)
+	}
+	pl := place{dir: dir, target: abs, abs: abs, isDir: fi.IsDir()}
+	if r, ok := relUnder(dir, abs); ok {
+		pl.target = r
+	}
+	return pl, nil
+}
+
+// relUnder returns p relative to dir when p is dir or below it.
+func relUnder(dir, p string) (string, bool) {
+	if !runs.Within(dir, p) {
+		return "", false
+	}
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	return r, true
+}
+
+// display renders a path as an engine printed it so that it can be passed back to the file
+// tools: relative to the working directory when under it, else absolute.
+func (pl place) display(raw string) string {
+	raw = strings.ToValidUTF8(raw, "\uFFFD")
+	if !filepath.IsAbs(raw) {
+		return filepath.Clean(raw)
+	}
+	if r, ok := relUnder(pl.dir, filepath.Clean(raw)); ok {
+		return r
+	}
+	return filepath.Clean(raw)
+}
+
+// outcome is how an engine run ended.
+type outcome struct {
+	code     int    // exit status; -1 when the engine was stopped
+	stderr   string // the start of its standard error
+	stopped  bool   // the reader had enough and stopped the engine
+	timedOut bool   // the search budget ran out first
+}
+
+// maxStderr bounds how much of an engine's standard error is kept.
+const maxStderr = 16 << 10
+
+// stream runs bin in dir and hands each line of its standard output to each, until each
+// returns false (the engine is then stopped), the output ends, or ctx ends. The engine runs in
+// its own process group, which is killed on every early exit, so no process outlives the call.
+func stream(ctx context.Context, dir, bin string, args []string, each func(line []byte) bool) (outcome, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return outcome{}, fmt.Errorf("start %s: %w", textOf(bin), err)
+	}
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return outcome{code: -1, timedOut: true}, nil
+		}
+		return outcome{}, fmt.Errorf("start %s: %w", textOf(bin), err)
+	}
+	stopped := false
+	r := bufio.NewReaderSize(out, 256<<10)
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		if len(line) > 0 && !each(line) {
+			stopped = true
+			cancel()
+			break
+		}
+		if err != nil {
+			break
+		}
+	}
+	if stopped {
+		_, _ = io.Copy(io.Discard, out)
+	}
+	werr := cmd.Wait()
+	o := outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String(), stopped: stopped}
+	if !stopped && ctx.Err() != nil {
+		o.timedOut = true
+	}
+	if werr != nil && o.code < 0 && !stopped && !o.timedOut {
+		return o, fmt.Errorf("%s: %w", textOf(bin), werr)
+	}
+	return o, nil
+}
+
+// textOf names an engine binary in the tool's words.
+func textOf(bin string) string {
+	if filepath.Base(bin) == syntaxEngine.bin {
+		return syntaxEngine.what
+	}
+	return textEngine.what
+}
+
+// limitedBuffer keeps the first maxStderr bytes written to it.
+type limitedBuffer struct{ bytes.Buffer }
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := maxStderr - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
