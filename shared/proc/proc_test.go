@@ -1,0 +1,235 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe to read while Run writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func bash(t *testing.T, script string, mod func(*Cmd)) (Result, string) {
+	t.Helper()
+	var out lockedBuffer
+	c := Cmd{Args: []string{"bash", "-c", script}, Dir: t.TempDir(), Env: os.Environ(), Output: &out, Timeout: 20 * time.Second}
+	if mod != nil {
+		mod(&c)
+	}
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", script, err)
+	}
+	return res, strings.ReplaceAll(out.String(), "\r\n", "\n")
+}
+
+// alive lists the processes whose command line contains marker.
+func alive(marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		if zombie(mustAtoi(e.Name())) {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmdline, marker) && !strings.Contains(cmdline, "proc.test") {
+			found = append(found, e.Name()+": "+cmdline)
+		}
+	}
+	return found
+}
+
+func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// waitGone waits up to a second for processes matching marker to disappear.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		if len(alive(marker)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("processes survived: %v", alive(marker))
+}
+
+func TestRunOutputAndExitCodes(t *testing.T) {
+	tests := []struct {
+		name, script, want string
+		code               int
+	}{
+		{"output and success", "echo hello; echo err >&2", "hello\nerr\n", 0},
+		{"exit code", "echo x; exit 3", "x\n", 3},
+		{"a terminal for output", "test -t 1 && test -t 2 && echo tty", "tty\n", 0},
+		{"stdin is closed", "cat; echo eof", "eof\n", 0},
+		{"no controlling terminal", "exec 3</dev/tty && echo opened || echo none", "none\n", 0},
+		{"killed by a signal", "kill -9 $$", "", 137},
+		{"token in the environment", "test -n \"$" + TokenEnv + "\" && echo tok", "tok\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, out := bash(t, tt.script, nil)
+			if res.ExitCode != tt.code || res.TimedOut || res.Leftover != 0 {
+				t.Fatalf("result %+v, want exit %d", res, tt.code)
+			}
+			if !strings.HasSuffix(out, tt.want) {
+				t.Fatalf("output %q, want %q", out, tt.want)
+			}
+			if tt.want != "" && strings.TrimPrefix(out, "bash: line 1: /dev/tty: No such device or address\n") != tt.want {
+				t.Fatalf("output %q, want %q", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunStdinReader(t *testing.T) {
+	res, out := bash(t, "tr a-z A-Z", func(c *Cmd) { c.Stdin = strings.NewReader("{\"a\":1}\n") })
+	if res.ExitCode != 0 || out != "{\"A\":1}\n" {
+		t.Fatalf("result %+v output %q", res, out)
+	}
+}
+
+func TestRunDirAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	res, out := bash(t, "pwd; echo $FOO", func(c *Cmd) { c.Dir = dir; c.Env = []string{"FOO=bar", "PATH=" + os.Getenv("PATH")} })
+	if res.ExitCode != 0 || out != dir+"\nbar\n" {
+		t.Fatalf("result %+v output %q", res, out)
+	}
+}
+
+func TestRunMissingProgram(t *testing.T) {
+	_, err := Run(context.Background(), Cmd{Args: []string{"/no/such/program"}})
+	if err == nil || !strings.Contains(err.Error(), "/no/such/program") {
+		t.Fatalf("err = %v, want one naming the program", err)
+	}
+	if _, err := Run(context.Background(), Cmd{}); err == nil {
+		t.Fatal("empty Args: want an error")
+	}
+}
+
+func TestRunTimeoutKeepsOutputAndKillsTheTree(t *testing.T) {
+	marker := "31.4159" + strconv.Itoa(os.Getpid())
+	script := `printf 'partial line before timeout'; echo; ` +
+		`sleep ` + marker + ` & ` +
+		`setsid sleep ` + marker + `1 & ` +
+		`( setsid bash -c 'sleep ` + marker + `2' & ) ; ` +
+		`trap '' TERM; sleep ` + marker + `3; echo never`
+	start := time.Now()
+	res, out := bash(t, script, func(c *Cmd) { c.Timeout = 500 * time.Millisecond; c.Grace = 300 * time.Millisecond })
+	if !res.TimedOut || res.ExitCode != TimeoutExit {
+		t.Fatalf("result %+v, want a timeout with exit 124", res)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("took %v", el)
+	}
+	if !strings.Contains(out, "partial line before timeout") || strings.Contains(out, "never") {
+		t.Fatalf("output %q", out)
+	}
+	waitGone(t, marker)
+}
+
+func TestRunDefaultGraceIsTwoSeconds(t *testing.T) {
+	start := time.Now()
+	res, _ := bash(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done", func(c *Cmd) { c.Timeout = 200 * time.Millisecond })
+	el := time.Since(start)
+	if !res.TimedOut || el < 2*time.Second || el > 4*time.Second {
+		t.Fatalf("result %+v after %v; want SIGKILL about 2 s after the timeout", res, el)
+	}
+}
+
+func TestRunStopsLeftoverChildren(t *testing.T) {
+	tests := []struct{ name, script string }{
+		{"holding the terminal", "sleep %s & echo started"},
+		{"output redirected", "nohup sleep %s >/dev/null 2>&1 & echo started"},
+		{"in a new session", "setsid sleep %s & echo started"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			marker := "27.18" + strconv.Itoa(os.Getpid()) + strconv.Itoa(i)
+			start := time.Now()
+			res, out := bash(t, strings.Replace(tt.script, "%s", marker, 1), nil)
+			if el := time.Since(start); el > 3*time.Second {
+				t.Fatalf("call hung for %v on what the command left behind", el)
+			}
+			if res.ExitCode != 0 || res.Leftover != 1 || out != "started\n" {
+				t.Fatalf("result %+v output %q; want exit 0 and one leftover stopped", res, out)
+			}
+			waitGone(t, marker)
+		})
+	}
+}
+
+func TestRunCanceled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	marker := "16.18" + strconv.Itoa(os.Getpid())
+	res, err := Run(ctx, Cmd{Args: []string{"bash", "-c", "sleep " + marker}, Env: os.Environ()})
+	if err != nil || !res.Canceled || res.TimedOut {
+		t.Fatalf("result %+v err %v; want canceled", res, err)
+	}
+	waitGone(t, marker)
+}
+
+func TestRunConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			want := strings.Repeat(strconv.Itoa(i), 1000)
+			var out lockedBuffer
+			res, err := Run(context.Background(), Cmd{Args: []string{"bash", "-c", "echo " + want + "; exit " + strconv.Itoa(i)}, Env: os.Environ(), Output: &out})
+			if err != nil || res.ExitCode != i || strings.TrimSpace(out.String()) != want || res.Leftover != 0 {
+				t.Errorf("run %d: %+v %v %q", i, res, err, out.String())
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+func TestRunStartedReportsTheGroup(t *testing.T) {
+	var got int
+	res, out := bash(t, "echo $$", func(c *Cmd) { c.Started = func(pid int) { got = pid } })
+	if res.ExitCode != 0 || strings.TrimSpace(out) != strconv.Itoa(got) {
+		t.Fatalf("Started got %d, shell says %q", got, out)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	ppid, state, pgrp, sid, ok := parseStat([]byte("123 (a (weird) name) S 1 123 123 0 -1"))
+	if !ok || ppid != 1 || state != 'S' || pgrp != 123 || sid != 123 {
+		t.Fatalf("parseStat: %d %c %d %d %v", ppid, state, pgrp, sid, ok)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S a b c"} {
+		if _, _, _, _, ok := parseStat([]byte(bad)); ok {
+			t.Errorf("parseStat(%q) ok", bad)
+		}
+	}
+}

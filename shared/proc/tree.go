@@ -1,0 +1,119 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// descendants lists the live processes under this one that belong to the command led by
+// leader: the leader's own subtree, anything in its session or process group, and anything
+// carrying its token (a grandchild that called setsid and was re-parented to us, the subreaper).
+// The leader itself is left out: its exit status belongs to exec.Cmd.Wait.
+func descendants(leader int, token string) []int {
+	var out []int
+	type node struct {
+		pid    int
+		marked bool
+	}
+	queue := []node{}
+	for _, c := range childrenOf(os.Getpid()) {
+		queue = append(queue, node{c, false})
+	}
+	seen := map[int]bool{}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if seen[n.pid] {
+			continue
+		}
+		seen[n.pid] = true
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(n.pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		_, state, pgrp, sid, ok := parseStat(b)
+		if !ok {
+			continue
+		}
+		mine := n.marked || n.pid == leader || pgrp == leader || sid == leader || hasToken(n.pid, token)
+		if mine && n.pid != leader && state != 'Z' && state != 'X' {
+			out = append(out, n.pid)
+		}
+		if mine && n.pid != leader && state == 'Z' {
+			reap([]int{n.pid}) // an exited orphan of ours: collect it
+		}
+		for _, c := range childrenOf(n.pid) {
+			queue = append(queue, node{c, mine})
+		}
+	}
+	return out
+}
+
+// childrenOf lists pid's children from /proc/<pid>/task/*/children, or, where the kernel does
+// not offer that file, from a scan of every process's parent.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if len(tasks) == 0 {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return nil
+		}
+		return scanChildren(pid)
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if n, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func scanChildren(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if ppid, _, _, _, ok := parseStat(b); ok && ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// parseStat reads the parent, state, process group and session out of /proc/<pid>/stat.
+func parseStat(b []byte) (ppid int, state byte, pgrp, sid int, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, 0, 0, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 4 || len(f[0]) != 1 {
+		return 0, 0, 0, 0, false
+	}
+	ppid, e1 := strconv.Atoi(string(f[1]))
+	pgrp, e2 := strconv.Atoi(string(f[2]))
+	sid, e3 := strconv.Atoi(string(f[3]))
+	if e1 != nil || e2 != nil || e3 != nil {
+		return 0, 0, 0, 0, false
+	}
+	return ppid, f[0][0], pgrp, sid, true
+}
