@@ -1,0 +1,315 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultBudget is how long a graph call may spend bringing the graph up to date (the spec's 11 minutes).
+const DefaultBudget = 11 * time.Minute
+
+// MaxFileBytes is the largest source file the graph parses; larger ones are generated data, not code.
+const MaxFileBytes = 1 << 20
+
+// skipDirs are folders never walked: version control, dependencies and build output.
+var skipDirs = map[string]bool{
+	".git": true, ".hg": true, ".svn": true, "node_modules": true, "vendor": true, "third_party": false,
+	"bower_components": true, "__pycache__": true, ".venv": true, "venv": true, ".tox": true,
+	".mypy_cache": true, ".pytest_cache": true, "target": true, "dist": true, ".next": true, ".cache": true,
+}
+
+// Graph is a repository's parsed files, current as of its last refresh.
+type Graph struct {
+	Root    string  // absolute repository folder
+	Files   []*File // sorted by path
+	Missing int     // files not parsed because the budget ran out
+	Changed int     // files re-parsed by this refresh
+	byPath  map[string]*File
+	idx     *index
+}
+
+// File returns the file with that repository-relative slash path, or nil.
+func (g *Graph) File(rel string) *File {
+	if g.byPath == nil {
+		g.byPath = make(map[string]*File, len(g.Files))
+		for _, f := range g.Files {
+			g.byPath[f.Path] = f
+		}
+	}
+	return g.byPath[rel]
+}
+
+// hashBytes is FNV-1a 64 of the content: stable across processes and cheap next to parsing.
+func hashBytes(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+type seen struct {
+	rel   string
+	size  int64
+	mtime int64
+	lang  *Lang
+}
+
+// walk lists the repository's source files in languages the graph parses, honouring .gitignore.
+func walk(ctx context.Context, root string) ([]seen, error) {
+	var out []seen
+	var rules []ignoreRule
+	if b, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
+		rules = append(rules, parseGitignore("", string(b))...)
+	}
+	var visit func(dir, rel string, rules []ignoreRule) error
+	visit = func(dir, rel string, rules []ignoreRule) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if rel == "" {
+				return fmt.Errorf("list %s: %w", dir, err)
+			}
+			return nil
+		}
+		for _, e := range entries {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+				if b, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
+					rules = append(rules[:len(rules):len(rules)], parseGitignore(rel, string(b))...)
+				}
+				break
+			}
+		}
+		for _, e := range entries {
+			name := e.Name()
+			r := name
+			if rel != "" {
+				r = rel + "/" + name
+			}
+			switch {
+			case e.IsDir():
+				if skipDirs[name] || ignored(rules, r, true) {
+					continue
+				}
+				if err := visit(filepath.Join(dir, name), r, rules); err != nil {
+					return err
+				}
+			case e.Type().IsRegular():
+				l := LangFor(name)
+				if l == nil || ignored(rules, r, false) {
+					continue
+				}
+				info, err := e.Info()
+				if err != nil || info.Size() > MaxFileBytes {
+					continue
+				}
+				out = append(out, seen{rel: r, size: info.Size(), mtime: info.ModTime().UnixNano(), lang: l})
+			}
+		}
+		return nil
+	}
+	if err := visit(root, "", rules); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
+}
+
+// Open brings the graph of the repository at root up to date in cacheDir and returns it. It re-parses
+// only files whose size, mtime and then content changed, holds a lock while it writes, and replaces
+// the graph file atomically. When ctx ends first it returns what it has, with Missing set.
+func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create graph folder: %w", err)
+	}
+	unlock, err := lock(ctx, filepath.Join(cacheDir, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	graphPath := filepath.Join(cacheDir, "graph.bin")
+	var old []*File
+	if buf, err := os.ReadFile(graphPath); err == nil {
+		if old, err = decode(buf); err != nil {
+			old = nil // a corrupt or older graph is rebuilt from scratch
+		}
+	}
+	list, err := walk(ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	prev := make(map[string]*File, len(old))
+	for _, f := range old {
+		prev[f.Path] = f
+	}
+	g := &Graph{Root: root, Files: make([]*File, 0, len(list))}
+	var todo []seen
+	changed := len(old) != len(list)
+	for _, s := range list {
+		f := prev[s.rel]
+		if f != nil && f.Size == s.size && f.Mtime == s.mtime && f.Lang == s.lang.Name {
+			g.Files = append(g.Files, f)
+			continue
+		}
+		todo = append(todo, s)
+	}
+	parsed, missing := parseAll(ctx, root, todo, prev)
+	if len(parsed) > 0 {
+		changed = true
+	}
+	g.Files = append(g.Files, parsed...)
+	sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Path < g.Files[j].Path })
+	g.Missing = missing
+	g.Changed = len(parsed)
+	if changed {
+		g.computeRefCounts()
+		if err := writeAtomic(graphPath, encode(g.Files)); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// parseAll parses the files in todo on every core, reusing a previous parse when only the mtime moved.
+func parseAll(ctx context.Context, root string, todo []seen, prev map[string]*File) ([]*File, int) {
+	if len(todo) == 0 {
+		return nil, 0
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers > len(todo) {
+		workers = len(todo)
+	}
+	out := make([]*File, len(todo))
+	var next int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := NewExtractor()
+			defer x.Close()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if int(i) >= len(todo) {
+					return
+				}
+				out[i] = parseOne(ctx, x, root, todo[i], prev[todo[i].rel])
+			}
+		}()
+	}
+	wg.Wait()
+	kept := out[:0]
+	missing := 0
+	for _, f := range out {
+		if f == nil {
+			missing++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return kept, missing
+}
+
+func parseOne(ctx context.Context, x *Extractor, root string, s seen, old *File) *File {
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
+	if err != nil {
+		// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
+		return &File{Path: s.rel, Lang: s.lang.Name, Size: -1}
+	}
+	h := hashBytes(src)
+	if old != nil && old.Hash == h && old.Lang == s.lang.Name {
+		c := *old
+		c.Size, c.Mtime = int64(len(src)), s.mtime
+		return &c
+	}
+	f := &File{Path: s.rel, Lang: s.lang.Name, Size: int64(len(src)), Mtime: s.mtime, Hash: h}
+	if err := x.Extract(ctx, s.lang, src, f); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.Symbols, f.Refs, f.Imports = nil, nil, nil
+	}
+	return f
+}
+
+// lock takes the graph folder's lock, waiting for another call's build until ctx ends.
+func lock(ctx context.Context, path string) (func(), error) {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open graph lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+				fh.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			fh.Close()
+			return nil, fmt.Errorf("lock graph: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			fh.Close()
+			return nil, fmt.Errorf("another call is still building this graph and the wait budget ran out; try again")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// writeAtomic replaces path with data through a temporary file in the same folder.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".graph-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write graph: %w", err)
+	}
+	name := tmp.Name()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return fmt.Errorf("write graph: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write graph: %w", err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("replace graph: %w", err)
+	}
+	return nil
+}
+
+// relSlash is rel with forward slashes, or "" when target is not under root.
+func relSlash(root, target string) (string, bool) {
+	r, err := filepath.Rel(root, target)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	if r == "." {
+		return "", true
+	}
+	return filepath.ToSlash(r), true
+}

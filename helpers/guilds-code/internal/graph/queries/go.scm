@@ -1,0 +1,24 @@
+; Go: symbols, call sites, imports. Captures: @def.<kind> + @name, @recv.type, @call + @call.name + @call.recv, @import.*
+(function_declaration name: (identifier) @name) @def.function
+(method_declaration
+  receiver: (parameter_list (parameter_declaration type: [
+    (type_identifier) @recv.type
+    (pointer_type (type_identifier) @recv.type)
+    (generic_type type: (type_identifier) @recv.type)
+    (pointer_type (generic_type type: (type_identifier) @recv.type))]))
+  name: (field_identifier) @name) @def.method
+(type_spec name: (type_identifier) @name) @def.type
+(type_alias name: (type_identifier) @name) @def.type
+(source_file (const_declaration (const_spec name: (identifier) @name) @def.const))
+(source_file (var_declaration (var_spec name: (identifier) @name) @def.var))
+(call_expression function: (identifier) @call.name) @call
+(call_expression function: (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @call
+(call_expression function: (index_expression operand: (identifier) @call.name)) @call
+(composite_literal type: (type_identifier) @call.name) @call
+(composite_literal type: (qualified_type package: (package_identifier) @call.recv name: (type_identifier) @call.name)) @call
+(import_spec name: (_)? @import.alias path: (interpreted_string_literal) @import.path) @import
+(package_clause (package_identifier) @package)
+(parameter_declaration name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type))] @local.type)
+(short_var_declaration left: (expression_list . (identifier) @local.name) right: (expression_list . [(composite_literal type: (_) @local.type) (unary_expression operand: (composite_literal type: (_) @local.type))]))
+(var_spec name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type))] @local.type)
+(field_declaration name: (field_identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type))] @local.type)

@@ -1,0 +1,9 @@
+// Kotlin entry point.
+class Robot {
+    fun move() { step() }
+    fun step() {}
+}
+
+fun main() {
+    Robot().move()
+}

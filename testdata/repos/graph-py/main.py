@@ -1,0 +1,4 @@
+from app.service import create
+
+if __name__ == "__main__":
+    create("ada")
