@@ -1,0 +1,353 @@
+// Package postgres stores the orchestrator's domain in PostgreSQL through pgx v5: the embedded SQL
+// migrations, the stores, and the local cluster the orchestrator runs when DATABASE_URL is unset.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store implements orchestrator.ScopeStore and orchestrator.RunStore over a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ orchestrator.ScopeStore = (*Store)(nil)
+	_ orchestrator.RunStore   = (*Store)(nil)
+)
+
+// NewStore returns a Store over pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Open connects a pool to dsn and checks the server answers.
+func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// notFound returns an ENOTFOUND error for a missing object.
+func notFound(what, id string) error {
+	return orchestrator.Errorf(orchestrator.ENOTFOUND, "%s %q not found", what, id)
+}
+
+// CreateOrg inserts o.
+func (s *Store) CreateOrg(ctx context.Context, o orchestrator.Org) error {
+	_, err := s.pool.Exec(ctx, "INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)", o.ID, o.Name, o.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("create org: %w", err)
+	}
+	return nil
+}
+
+// GetOrg reads one organisation.
+func (s *Store) GetOrg(ctx context.Context, id string) (orchestrator.Org, error) {
+	var o orchestrator.Org
+	err := s.pool.QueryRow(ctx, "SELECT id, name, created_at FROM orgs WHERE id = $1", id).Scan(&o.ID, &o.Name, &o.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, notFound("organisation", id)
+	}
+	if err != nil {
+		return o, fmt.Errorf("get org %s: %w", id, err)
+	}
+	return o, nil
+}
+
+// ListOrgs lists every organisation, oldest first.
+func (s *Store) ListOrgs(ctx context.Context) ([]orchestrator.Org, error) {
+	rows, err := s.pool.Query(ctx, "SELECT id, name, created_at FROM orgs ORDER BY created_at, id")
+	if err != nil {
+		return nil, fmt.Errorf("list orgs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Org, error) {
+		var o orchestrator.Org
+		return o, r.Scan(&o.ID, &o.Name, &o.CreatedAt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list orgs: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// CreateGuild inserts g into its organisation; a missing organisation is ENOTFOUND.
+func (s *Store) CreateGuild(ctx context.Context, g orchestrator.Guild) error {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO guilds (id, org_id, name, created_at)
+		SELECT $1, id, $3, $4 FROM orgs WHERE id = $2`, g.ID, g.OrgID, g.Name, g.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("create guild: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("organisation", g.OrgID)
+	}
+	return nil
+}
+
+// GetGuild reads one guild.
+func (s *Store) GetGuild(ctx context.Context, id string) (orchestrator.Guild, error) {
+	var g orchestrator.Guild
+	err := s.pool.QueryRow(ctx, "SELECT id, org_id, name, created_at FROM guilds WHERE id = $1", id).
+		Scan(&g.ID, &g.OrgID, &g.Name, &g.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return g, notFound("guild", id)
+	}
+	if err != nil {
+		return g, fmt.Errorf("get guild %s: %w", id, err)
+	}
+	return g, nil
+}
+
+// ListGuilds lists an organisation's guilds, oldest first; a missing organisation is ENOTFOUND.
+func (s *Store) ListGuilds(ctx context.Context, orgID string) ([]orchestrator.Guild, error) {
+	if _, err := s.GetOrg(ctx, orgID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, "SELECT id, org_id, name, created_at FROM guilds WHERE org_id = $1 ORDER BY created_at, id", orgID)
+	if err != nil {
+		return nil, fmt.Errorf("list guilds: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Guild, error) {
+		var g orchestrator.Guild
+		return g, r.Scan(&g.ID, &g.OrgID, &g.Name, &g.CreatedAt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list guilds: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// agentColumns is the column list scanAgent reads.
+const agentColumns = "id, guild_id, org_id, name, config, created_at, updated_at"
+
+// scanAgent reads one agent row.
+func scanAgent(r pgx.Row) (orchestrator.Agent, error) {
+	var a orchestrator.Agent
+	var cfg []byte
+	if err := r.Scan(&a.ID, &a.GuildID, &a.OrgID, &a.Name, &cfg, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return a, err
+	}
+	if err := json.Unmarshal(cfg, &a.Config); err != nil {
+		return a, fmt.Errorf("agent %s config: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+// CreateAgent inserts a into its guild (taking the guild's organisation); a missing guild is ENOTFOUND.
+func (s *Store) CreateAgent(ctx context.Context, a orchestrator.Agent) error {
+	cfg, err := json.Marshal(a.Config)
+	if err != nil {
+		return fmt.Errorf("create agent: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO agents (id, guild_id, org_id, name, config, created_at, updated_at)
+		SELECT $1, id, org_id, $3, $4, $5, $5 FROM guilds WHERE id = $2`, a.ID, a.GuildID, a.Name, cfg, a.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("create agent: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("guild", a.GuildID)
+	}
+	return nil
+}
+
+// GetAgent reads one agent.
+func (s *Store) GetAgent(ctx context.Context, id string) (orchestrator.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, "SELECT "+agentColumns+" FROM agents WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, notFound("agent", id)
+	}
+	if err != nil {
+		return a, fmt.Errorf("get agent %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// ListAgents lists a guild's agents, oldest first; a missing guild is ENOTFOUND.
+func (s *Store) ListAgents(ctx context.Context, guildID string) ([]orchestrator.Agent, error) {
+	if _, err := s.GetGuild(ctx, guildID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+agentColumns+" FROM agents WHERE guild_id = $1 ORDER BY created_at, id", guildID)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Agent, error) { return scanAgent(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// UpdateAgent applies p under a row lock, so concurrent patches of different keys both land.
+func (s *Store) UpdateAgent(ctx context.Context, id string, p orchestrator.AgentPatch) (orchestrator.Agent, error) {
+	var out orchestrator.Agent
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		a, err := scanAgent(tx.QueryRow(ctx, "SELECT "+agentColumns+" FROM agents WHERE id = $1 FOR UPDATE", id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("agent", id)
+		}
+		if err != nil {
+			return err
+		}
+		if p.Name != nil {
+			a.Name = *p.Name
+		}
+		a.Config = p.Config.Apply(a.Config)
+		cfg, err := json.Marshal(a.Config)
+		if err != nil {
+			return err
+		}
+		a.UpdatedAt = time.Now().UTC()
+		if _, err := tx.Exec(ctx, "UPDATE agents SET name = $2, config = $3, updated_at = $4 WHERE id = $1", id, a.Name, cfg, a.UpdatedAt); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return out, err
+		}
+		return out, fmt.Errorf("update agent %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// runColumns is the column list scanRun reads.
+const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at"
+
+// scanRun reads one run row.
+func scanRun(r pgx.Row) (orchestrator.Run, error) {
+	var run orchestrator.Run
+	var cfg, offered []byte
+	if err := r.Scan(&run.ID, &run.AgentID, &run.GuildID, &run.OrgID, &run.Kind, &run.Status, &cfg,
+		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt); err != nil {
+		return run, err
+	}
+	if err := json.Unmarshal(cfg, &run.Config); err != nil {
+		return run, fmt.Errorf("run %s config: %w", run.ID, err)
+	}
+	if err := json.Unmarshal(offered, &run.OfferedTools); err != nil {
+		return run, fmt.Errorf("run %s offered_tools: %w", run.ID, err)
+	}
+	return run, nil
+}
+
+// CreateRun inserts r; a missing agent is ENOTFOUND.
+func (s *Store) CreateRun(ctx context.Context, r orchestrator.Run) error {
+	cfg, err := json.Marshal(r.Config)
+	if err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	offered, err := json.Marshal(nonNil(r.OfferedTools))
+	if err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return notFound("agent", r.AgentID)
+	}
+	if err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	return nil
+}
+
+// GetRun reads one run.
+func (s *Store) GetRun(ctx context.Context, id string) (orchestrator.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, notFound("run", id)
+	}
+	if err != nil {
+		return r, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// CloseRun marks the run closed at the given time (once; a closed run keeps its first closed_at).
+func (s *Store) CloseRun(ctx context.Context, id string, at time.Time) (orchestrator.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET status = 'closed', closed_at = COALESCE(closed_at, $2)
+		WHERE id = $1 RETURNING `+runColumns, id, at))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, notFound("run", id)
+	}
+	if err != nil {
+		return r, fmt.Errorf("close run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// recordCallSQL advances the run's counter and inserts the call in one statement, hence one
+// transaction: the insert reads the updated row, so when the run is closed, spent, or its counter
+// moved, neither happens.
+const recordCallSQL = `WITH bump AS (
+	UPDATE runs SET tool_calls_used = $2
+	WHERE id = $1 AND status = 'open' AND tool_calls_used = $2 - 1 AND tool_call_budget >= $2
+	RETURNING id)
+INSERT INTO tool_calls (run_id, seq, call_id, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms)
+SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM bump`
+
+// RecordCall stores c and moves its run's counter to c.Seq atomically.
+func (s *Store) RecordCall(ctx context.Context, c orchestrator.ToolCall) error {
+	tag, err := s.pool.Exec(ctx, recordCallSQL, c.RunID, c.Seq, c.CallID, c.Name, []byte(c.Arguments), c.Result,
+		[]byte(c.Metadata), c.IsError, c.StartedAt, c.FinishedAt, c.DurationMS)
+	if err != nil {
+		return fmt.Errorf("record call %d of run %s: %w", c.Seq, c.RunID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.Errorf(orchestrator.ECONFLICT, "run %s changed while call %d ran (closed, out of budget, or another call recorded first); nothing was stored", c.RunID, c.Seq)
+	}
+	return nil
+}
+
+// ListCalls lists a run's calls in seq order; a missing run is ENOTFOUND.
+func (s *Store) ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error) {
+	if _, err := s.GetRun(ctx, runID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, seq, call_id, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms
+		FROM tool_calls WHERE run_id = $1 ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ToolCall, error) {
+		var c orchestrator.ToolCall
+		var args, meta []byte
+		err := r.Scan(&c.RunID, &c.Seq, &c.CallID, &c.Name, &args, &c.Result, &meta, &c.IsError, &c.StartedAt, &c.FinishedAt, &c.DurationMS)
+		c.Arguments, c.Metadata = args, meta
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// nonNil turns a nil slice into an empty one, so JSON shows [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,110 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Run kinds: what started the run.
+const (
+	KindDirect    = "direct"     // an operator or user talking to the agent
+	KindGroup     = "group"      // a group message that triggered the agent
+	KindSchedule  = "schedule"   // a schedule wake-up
+	KindGroupChat = "group_chat" // the agent taking part in a group chat
+)
+
+// RunKinds lists the valid run kinds.
+var RunKinds = []string{KindDirect, KindGroup, KindSchedule, KindGroupChat}
+
+// Run statuses.
+const (
+	RunOpen   = "open"
+	RunClosed = "closed"
+)
+
+// Budget bounds: the default tool-call allowance of a run and the most a run may ask for.
+const (
+	DefaultToolCallBudget = 100
+	MaxToolCallBudget     = 100000
+)
+
+// OfferedTool is one tool as offered to the model: its name, description and shaped input schema.
+type OfferedTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Run is one agent run: the snapshot of what it may do and how many calls it has left.
+type Run struct {
+	ID             string        `json:"id"`
+	AgentID        string        `json:"agent_id"`
+	GuildID        string        `json:"guild_id"`
+	OrgID          string        `json:"org_id"`
+	Kind           string        `json:"kind"`
+	Status         string        `json:"status"`
+	Config         AgentConfig   `json:"config"`
+	ToolCallBudget int           `json:"tool_call_budget"`
+	ToolCallsUsed  int           `json:"tool_calls_used"`
+	OfferedTools   []OfferedTool `json:"offered_tools"`
+	CreatedAt      time.Time     `json:"created_at"`
+	ClosedAt       *time.Time    `json:"closed_at"`
+}
+
+// Remaining returns how many tool calls the run has left.
+func (r Run) Remaining() int {
+	if n := r.ToolCallBudget - r.ToolCallsUsed; n > 0 {
+		return n
+	}
+	return 0
+}
+
+// Offers reports whether the run offered the named tool.
+func (r Run) Offers(name string) bool {
+	for _, t := range r.OfferedTools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolCall is one stored tool call: the redacted arguments and the stamped result, never the raw one.
+type ToolCall struct {
+	RunID      string          `json:"run_id"`
+	Seq        int64           `json:"seq"`
+	CallID     string          `json:"call_id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Result     string          `json:"result"`
+	Metadata   json.RawMessage `json:"metadata"`
+	IsError    bool            `json:"is_error"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt time.Time       `json:"finished_at"`
+	DurationMS float64         `json:"duration_ms"`
+}
+
+// RunStore persists runs and their calls.
+type RunStore interface {
+	CreateRun(ctx context.Context, r Run) error
+	GetRun(ctx context.Context, id string) (Run, error)
+	// CloseRun marks the run closed; closing a closed run is not an error.
+	CloseRun(ctx context.Context, id string, at time.Time) (Run, error)
+	// RecordCall stores c and advances the run's counter to c.Seq in one transaction. It fails with
+	// ECONFLICT, writing nothing, when the run is closed, spent, or its counter is not c.Seq-1.
+	RecordCall(ctx context.Context, c ToolCall) error
+	ListCalls(ctx context.Context, runID string) ([]ToolCall, error)
+}
+
+// RunSecrets yields the secret values granted to a run, which join its redaction set. The secrets
+// work implements it; until then NoRunSecrets stands in.
+type RunSecrets interface {
+	RunSecretValues(ctx context.Context, run Run) ([]string, error)
+}
+
+// NoRunSecrets is the RunSecrets of a box without granted secrets: it yields none.
+type NoRunSecrets struct{}
+
+// RunSecretValues returns no values.
+func (NoRunSecrets) RunSecretValues(context.Context, Run) ([]string, error) { return nil, nil }
