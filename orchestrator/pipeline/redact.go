@@ -20,11 +20,12 @@ const Marker = "[REDACTED]"
 const MinSecretLen = 4
 
 // Redactor replaces registered secret values, and their common encodings, with Marker in one
-// left-to-right pass, longest match first. Encodings covered: standard and URL-safe base64 at the
-// three byte offsets a value can take inside a longer encoded stream (the characters that depend
-// only on the value's bytes), URL query and path escaping, and JSON string escaping (Go's, with and
-// without HTML escaping, and the \uXXXX ASCII-only form). Overlapping matches merge into one marker.
-// A Redactor is immutable and safe for concurrent use; a nil *Redactor redacts nothing.
+// left-to-right pass, longest match first. Encodings covered: whole standard and URL-safe base64
+// encodings (padded or not); in both alphabets, the characters that depend only on the value's
+// bytes at each of the three byte offsets it can take inside a longer encoded stream; URL query and
+// path escaping; JSON string escaping (Go's, with and without HTML escaping, and the \uXXXX
+// ASCII-only form). Overlapping matches merge into one marker. A Redactor is immutable and safe for
+// concurrent use; a nil *Redactor redacts nothing.
 type Redactor struct {
 	values  []string
 	pats    []string
@@ -154,8 +155,9 @@ func (r *Redactor) Redact(s string) string {
 	return b.String()
 }
 
-// Encodings returns the forms of v a Redactor looks for: v itself, its base64 cores (standard and
-// URL-safe alphabets, at byte offsets 0, 1 and 2), URL query and path escaping, and JSON escaping.
+// Encodings returns the forms of v a Redactor looks for: v itself, its whole base64 encodings
+// (standard and URL-safe, padded and raw), its base64 cores (both alphabets, at byte offsets 0, 1
+// and 2 of a longer stream), URL query and path escaping, and JSON escaping.
 // Forms equal to v or to each other appear once.
 func Encodings(v string) []string {
 	out := []string{v}
@@ -166,6 +168,9 @@ func Encodings(v string) []string {
 			}
 		}
 		out = append(out, p)
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		add(enc.EncodeToString([]byte(v)))
 	}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for off := 0; off < 3; off++ {
