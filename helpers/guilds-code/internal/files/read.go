@@ -70,7 +70,10 @@ func Read(ctx context.Context, c *runs.Call) envelope.Reply {
 	if err != nil {
 		return argError("file_read", fmt.Errorf("read %s: %w", t.shown, err))
 	}
-	meta := map[string]any{"path": t.shown, "content_hash": sc.hash, "lines": sc.total}
+	meta := map[string]any{"path": t.shown, "content_hash": sc.hash}
+	if !sc.binary {
+		meta["lines"] = sc.total
+	}
 	switch {
 	case sc.binary:
 		return envelope.Reply{Text: fmt.Sprintf("%s is a binary file (%s); not shown", t.shown, size(fi.Size())), Meta: meta}
@@ -183,7 +186,11 @@ func continueNote(last, end, total int, capped bool) string {
 	if capped {
 		return fmt.Sprintf("… stopped at the result's byte cap; lines %d–%d not shown: continue with offset %d\n", last+1, end, last+1)
 	}
-	return fmt.Sprintf("… %d more lines: continue with offset %d\n", total-last, last+1)
+	more := fmt.Sprintf("%d more lines", total-last)
+	if total-last == 1 {
+		more = "1 more line"
+	}
+	return fmt.Sprintf("… %s: continue with offset %d\n", more, last+1)
 }
 
 // size renders a byte count for people.

@@ -227,6 +227,8 @@ func (c *Call) DecodeArgs(v any) error {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
 		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return fmt.Errorf("arguments must be a JSON object of named arguments, got %s", te.Value)
 		case errors.As(err, &te):
 			return fmt.Errorf("argument %s must be %s, got %s", te.Field, kindName(te.Type), te.Value)
 		case errors.As(err, &se):
