@@ -108,8 +108,8 @@ func TestMainAnswers(t *testing.T) {
 	clock := func() time.Time { return now }
 	for _, tc := range []struct {
 		name, op, in, out string
-		code             int
-		stderr           string
+		code              int
+		stderr            string
 	}{
 		{"get", "get", "protocol=https\nhost=github.com\npath=owner/name.git\n", "username=x-access-token\npassword=ghs_live\npassword_expiry_utc=1795989600\n", 0, ""},
 		{"get unknown", "get", "protocol=https\nhost=github.com\npath=owner/x.git\n", "", 0, ""},
