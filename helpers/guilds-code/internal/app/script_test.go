@@ -57,8 +57,9 @@ func ScriptParams(dir string, update bool) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"call":   cmdCall,
-			"decode": cmdDecode,
+			"call":    cmdCall,
+			"decode":  cmdDecode,
+			"fixture": cmdFixture, // fixture_test.go: copy testdata/repos/NAME into the workspace
 		},
 	}
 }

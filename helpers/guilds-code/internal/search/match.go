@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -124,8 +126,38 @@ func (s *syntaxSearch) run(ctx context.Context) error {
 	return nil
 }
 
-// search runs the engine once and collects every match.
+// search runs the engine over the target and collects every match. The engine honours
+// .gitignore only inside a git repository; elsewhere the text engine lists the files that
+// .gitignore leaves in, so both searches skip the same files, and they are searched in batches
+// that fit on a command line.
 func (s *syntaxSearch) search(ctx context.Context) error {
+	targets := [][]string{{s.pl.target}}
+	if s.pl.isDir && !inGitRepo(s.pl.abs) {
+		files, err := s.listFiles(ctx)
+		if err != nil {
+			return err
+		}
+		if files != nil {
+			targets = batches(files, maxArgBytes)
+		}
+	}
+	for _, batch := range targets {
+		if len(batch) == 0 {
+			continue
+		}
+		if err := s.searchBatch(ctx, batch); err != nil || s.timedOut {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxArgBytes bounds the paths given to one engine run (Linux allows 2 MiB for arguments and
+// environment together).
+const maxArgBytes = 512 << 10
+
+// searchBatch runs the engine once over paths.
+func (s *syntaxSearch) searchBatch(ctx context.Context, paths []string) error {
 	args := []string{"run", "--pattern=" + s.pattern, "--json=stream", "--color=never"}
 	if s.selector != "" {
 		args = append(args, "--selector="+s.selector)
@@ -133,7 +165,7 @@ func (s *syntaxSearch) search(ctx context.Context) error {
 	if s.known {
 		args = append(args, "--lang="+s.lang.name)
 	}
-	args = append(args, "--", s.pl.target)
+	args = append(append(args, "--"), paths...)
 	o, err := stream(ctx, s.pl.dir, s.bin, args, func(line []byte) bool {
 		if m, err := parseSGMatch(line); err == nil {
 			m.Text = showLine(m.Text) // shaped now, so memory stays small
@@ -152,6 +184,72 @@ func (s *syntaxSearch) search(ctx context.Context) error {
 		return fmt.Errorf("syntax search failed: %s", cleanSyntaxText(o.stderr))
 	}
 	return nil
+}
+
+// listFiles lists the files under the target that .gitignore leaves in (of the search's
+// language when it has one). It returns nil without the text engine: the syntax engine then
+// walks the folder itself.
+func (s *syntaxSearch) listFiles(ctx context.Context) ([]string, error) {
+	bin, err := textEngine.locate()
+	if err != nil {
+		return nil, nil
+	}
+	args := []string{"--files", "--null", "--no-config", "--no-require-git", "--no-messages"}
+	if s.known {
+		// A file type, not the engine's glob flag: that one would override .gitignore.
+		for _, ext := range s.lang.exts {
+			args = append(args, "--type-add", globTypeName+":*."+ext)
+		}
+		args = append(args, "--type", globTypeName)
+	}
+	files := []string{}
+	carry := "" // paths end in NUL and may hold newlines, which split the output's lines
+	o, err := stream(ctx, s.pl.dir, bin, append(args, "--", s.pl.target), func(line []byte) bool {
+		parts := strings.Split(carry+string(line), "\x00")
+		carry = parts[len(parts)-1]
+		for _, p := range parts[:len(parts)-1] {
+			if p != "" {
+				files = append(files, p)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.timedOut = o.timedOut
+	return files, nil
+}
+
+// inGitRepo reports whether dir or a folder above it holds .git.
+func inGitRepo(dir string) bool {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
+// batches splits paths into groups whose lengths add up to at most max bytes each.
+func batches(paths []string, max int) [][]string {
+	var out [][]string
+	start, size := 0, 0
+	for i, p := range paths {
+		if size+len(p)+1 > max && i > start {
+			out = append(out, paths[start:i])
+			start, size = i, 0
+		}
+		size += len(p) + 1
+	}
+	if start < len(paths) {
+		out = append(out, paths[start:])
+	}
+	return out
 }
 
 // parse asks the engine how it reads pattern in the search's language.

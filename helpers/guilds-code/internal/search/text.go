@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ func (a TextArgs) check() (mode string, limit int, err error) {
 		return "", 0, fmt.Errorf("context must be 0 to %d lines, got %d", MaxContext, a.Context)
 	}
 	limit = map[string]int{"files": FilesCap, "content": ContentLineCap, "symbols": symbolsCap}[mode]
+	if _, err := parseGlob(a.Glob); err != nil {
+		return "", 0, err
+	}
 	if a.Limit != nil {
 		if *a.Limit < 1 || *a.Limit > MaxTextLimit {
 			return "", 0, fmt.Errorf("limit must be 1 to %d (it lowers the mode's cap: %d files, %d lines), got %d",
@@ -140,10 +144,11 @@ func (t *textSearch) args(extra ...string) []string {
 // count finds every matching file with its count of matching lines. Counting is the cheapest
 // full pass that yields true totals; files mode needs every count anyway to rank them.
 func (t *textSearch) count(ctx context.Context) error {
-	args := t.args("--count", "--null")
-	if t.a.Glob != "" {
-		args = append(args, "--glob", t.a.Glob)
+	glob, err := parseGlob(t.a.Glob)
+	if err != nil {
+		return err
 	}
+	args := append(t.args("--count", "--null"), glob.engineArgs...)
 	args = append(args, "--regexp", t.a.Pattern, "--", t.pl.target)
 	var perr error
 	o, err := stream(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
@@ -151,6 +156,11 @@ func (t *textSearch) count(ctx context.Context) error {
 		if err != nil {
 			perr = err
 			return true
+		}
+		if glob.path != nil {
+			if rel, err := filepath.Rel(t.pl.target, p); err != nil || !glob.keep(filepath.ToSlash(rel)) {
+				return true
+			}
 		}
 		t.counts = append(t.counts, fileCount{raw: p, n: n})
 		t.matches += n

@@ -1,0 +1,22 @@
+package gen
+
+import "fmt"
+
+// F18 checks its input.
+func F18(v int) error {
+	if v == 1 {
+		return fmt.Errorf("f18: case 1")
+	}
+	if v == 2 {
+		return fmt.Errorf("f18: case 2")
+	}
+	if v == 3 {
+		return fmt.Errorf("f18: case 3")
+	}
+	if v == 4 {
+		return fmt.Errorf("f18: case 4")
+	}
+	return nil
+}
+
+// needle 1 of 1

@@ -1,0 +1,23 @@
+package gen
+
+import "fmt"
+
+// F19 checks its input.
+func F19(v int) error {
+	if v == 1 {
+		return fmt.Errorf("f19: case 1")
+	}
+	if v == 2 {
+		return fmt.Errorf("f19: case 2")
+	}
+	if v == 3 {
+		return fmt.Errorf("f19: case 3")
+	}
+	if v == 4 {
+		return fmt.Errorf("f19: case 4")
+	}
+	return nil
+}
+
+// needle 1 of 2
+// needle 2 of 2

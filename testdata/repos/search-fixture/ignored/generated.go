@@ -1,0 +1,6 @@
+package ignored
+
+import "fmt"
+
+// needle: this folder is in .gitignore.
+func Gen() error { return fmt.Errorf("needle %d", 1) }

@@ -1,0 +1,6 @@
+       IDENTIFICATION DIVISION.
+       PROGRAM-ID. REPORT.
+      * needle in a COBOL comment
+       PROCEDURE DIVISION.
+           DISPLAY 'needle'.
+           STOP RUN.
