@@ -23,7 +23,7 @@ var saysOmit = regexp.MustCompile(`(?i)\bomit|\bleave (it |this |the key |this k
 //     null), even when that property is required. A required, non-nullable chain keeps its formats.
 //   - "additionalProperties": false is dropped at every level.
 //   - An optional property that is a string (also through a type array with null, anyOf/oneOf
-//     branches, a string enum or a local $ref) gets OmitLine appended to its description, unless
+//     branches, a string enum or const, or a local $ref) gets OmitLine appended to its description, unless
 //     the description already says to omit or leave out the key.
 //   - $defs and definitions are shaped too. A definition is treated as optional (format stripped)
 //     only when every $ref to it sits in such an optional or nullable place; an unreferenced one
@@ -40,7 +40,8 @@ func ShapeSchema(schema json.RawMessage) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("shape schema: a tool schema must be a JSON object, got %s", jsonKind(plain(doc)))
 	}
-	sh := &shaper{root: root, seen: map[string]bool{}, keep: map[string]bool{}}
+	sh := &shaper{root: root, seen: map[string]bool{}, keep: map[string]bool{}, str: map[*object]int8{}}
+	sh.defList = sh.listDefs()
 	// Find, to a fixed point, which definitions are referenced from a place that keeps formats.
 	for {
 		before := len(sh.seen) + len(sh.keep)
@@ -71,13 +72,17 @@ type def struct {
 }
 
 type shaper struct {
-	root *object
-	seen map[string]bool // local refs met while walking
-	keep map[string]bool // local refs met in a place that keeps formats
+	root    *object
+	seen    map[string]bool  // local refs met while walking
+	keep    map[string]bool  // local refs met in a place that keeps formats
+	str     map[*object]int8 // isString memo: 1 in progress, 2 string, 3 not
+	defList []def
 }
 
-// defs lists the root's definitions.
-func (sh *shaper) defs() []def {
+func (sh *shaper) defs() []def { return sh.defList }
+
+// listDefs lists the root's definitions.
+func (sh *shaper) listDefs() []def {
 	var out []def
 	for _, kw := range []string{"$defs", "definitions"} {
 		m, ok := sh.root.vals[kw].(*object)
@@ -193,11 +198,28 @@ func (sh *shaper) addOmitLine(n any) {
 	}
 }
 
-// isString reports whether a schema accepts strings and nothing but strings (and null).
+// isString reports whether a schema accepts strings and nothing but strings (and null). Results are
+// memoized per node, and a $ref cycle counts as not a string, so hostile schemas stay linear.
 func (sh *shaper) isString(o *object, depth int) bool {
-	if depth > 16 {
+	switch sh.str[o] {
+	case 1, 3:
+		return false
+	case 2:
+		return true
+	}
+	if depth > maxDepth {
 		return false
 	}
+	sh.str[o] = 1
+	ok := sh.stringNode(o, depth)
+	sh.str[o] = 3
+	if ok {
+		sh.str[o] = 2
+	}
+	return ok
+}
+
+func (sh *shaper) stringNode(o *object, depth int) bool {
 	switch t := o.vals["type"].(type) {
 	case string:
 		return t == "string"
@@ -212,6 +234,10 @@ func (sh *shaper) isString(o *object, depth int) bool {
 				return false
 			}
 		}
+		return str
+	}
+	if c, ok := o.vals["const"]; ok {
+		_, str := c.(string)
 		return str
 	}
 	if enum, ok := o.vals["enum"].([]any); ok && len(enum) > 0 {

@@ -145,7 +145,7 @@ func collect(e *jsonschema.ValidationError, out *[]leaf) {
 			at("matches more than one of the allowed forms; make it match exactly one")
 			return
 		}
-		at(noneMatched(loc, e.Causes))
+		*out = append(*out, noneMatched(loc, e.Causes)...)
 	case *kind.Required:
 		for _, m := range k.Missing {
 			*out = append(*out, leaf{loc: appendLoc(loc, m), what: "required but missing"})
@@ -183,39 +183,46 @@ func collect(e *jsonschema.ValidationError, out *[]leaf) {
 	}
 }
 
-// noneMatched describes a value that fits no branch of an anyOf/oneOf. When every branch failed on
-// the value's type, the wanted types merge into one list; otherwise each branch's problems are named.
-func noneMatched(loc []string, causes []*jsonschema.ValidationError) string {
-	var leaves []leaf
-	for _, c := range causes {
-		collect(c, &leaves)
-	}
-	var got string
+// noneMatched explains a value that fits no branch of an anyOf/oneOf. When every branch failed on
+// the value's type, the wanted types merge into one problem. Branches that failed on the type are
+// otherwise left out: when one branch took the value's type, its own problems are the answer; when
+// several did, each one's problems are listed as alternatives.
+func noneMatched(loc []string, causes []*jsonschema.ValidationError) []leaf {
 	var want []string
-	allType := len(leaves) > 0
-	for _, l := range leaves {
-		if l.typ == nil || len(l.loc) != len(loc) {
-			allType = false
-			break
+	var got string
+	var branches [][]leaf
+	for _, c := range causes {
+		var ls []leaf
+		collect(c, &ls)
+		if len(ls) == 1 && ls[0].typ != nil && len(ls[0].loc) == len(loc) {
+			got = ls[0].typ.Got
+			want = append(want, ls[0].typ.Want...)
+			continue
 		}
-		got = l.typ.Got
-		want = append(want, l.typ.Want...)
+		branches = append(branches, ls)
 	}
-	if allType {
+	switch len(branches) {
+	case 0:
 		sort.Strings(want)
-		want = dedupe(want)
-		return fmt.Sprintf("got %s, want %s", got, joinOr(want))
+		return []leaf{{loc: loc, what: fmt.Sprintf("got %s, want %s", got, joinOr(dedupe(want)))}}
+	case 1:
+		return branches[0]
 	}
 	var alts []string
-	for _, l := range leaves {
-		if rel := l.loc[min(len(loc), len(l.loc)):]; len(rel) > 0 {
-			alts = append(alts, strings.Join(rel, ".")+": "+l.what)
-		} else {
-			alts = append(alts, l.what)
+	for _, ls := range branches {
+		var parts []string
+		for _, l := range ls {
+			if rel := l.loc[min(len(loc), len(l.loc)):]; len(rel) > 0 {
+				parts = append(parts, strings.Join(rel, ".")+": "+l.what)
+			} else {
+				parts = append(parts, l.what)
+			}
 		}
+		sort.Strings(parts)
+		alts = append(alts, strings.Join(parts, ", "))
 	}
 	sort.Strings(alts)
-	return "matches none of the allowed forms (" + strings.Join(dedupe(alts), "; or ") + ")"
+	return []leaf{{loc: loc, what: "matches none of the allowed forms (" + strings.Join(dedupe(alts), "; or ") + ")"}}
 }
 
 func joinOr(s []string) string {

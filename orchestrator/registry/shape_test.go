@@ -1,0 +1,198 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestShapeSchemaGolden shapes every testdata/shape/*.in.json and compares the result, indented,
+// with its .out.json. Run `go test -update` to rewrite the .out.json files.
+func TestShapeSchemaGolden(t *testing.T) {
+	ins, err := filepath.Glob("testdata/shape/*.in.json")
+	if err != nil || len(ins) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, in := range ins {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.json")
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig := append([]byte(nil), src...)
+			got, err := ShapeSchema(src)
+			if err != nil {
+				t.Fatalf("ShapeSchema: %v", err)
+			}
+			if !bytes.Equal(src, orig) {
+				t.Fatal("ShapeSchema modified its input")
+			}
+			again, err := ShapeSchema(got)
+			if err != nil || !bytes.Equal(again, got) {
+				t.Fatalf("shaping is not idempotent:\n%s\n%s", got, again)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, got, "", "  "); err != nil {
+				t.Fatalf("output is not valid JSON: %v", err)
+			}
+			pretty.WriteByte('\n')
+			golden := filepath.Join("testdata/shape", name+".out.json")
+			if *update {
+				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(pretty.Bytes(), want) {
+				t.Errorf("%s differs from the shaped schema (go test -update rewrites it):\n%s", golden, pretty.Bytes())
+			}
+		})
+	}
+}
+
+// TestShapeSchemaRules states each rule on a small schema, so a golden file rewritten in a hurry
+// cannot hide a regression.
+func TestShapeSchemaRules(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"optional format stripped, omit line added",
+			`{"type":"object","properties":{"at":{"type":"string","format":"date-time"}}}`,
+			`{"type":"object","properties":{"at":{"type":"string","description":"Omit when unused."}}}`},
+		{"required format kept, no omit line",
+			`{"type":"object","properties":{"at":{"type":"string","format":"date-time"}},"required":["at"]}`,
+			`{"type":"object","properties":{"at":{"type":"string","format":"date-time"}},"required":["at"]}`},
+		{"required but nullable through a type array",
+			`{"type":"object","properties":{"at":{"type":["string","null"],"format":"date"}},"required":["at"]}`,
+			`{"type":"object","properties":{"at":{"type":["string","null"]}},"required":["at"]}`},
+		{"required but nullable through anyOf",
+			`{"type":"object","properties":{"u":{"anyOf":[{"type":"string","format":"uri"},{"type":"null"}]}},"required":["u"]}`,
+			`{"type":"object","properties":{"u":{"anyOf":[{"type":"string"},{"type":"null"}]}},"required":["u"]}`},
+		{"required but nullable through oneOf const null",
+			`{"type":"object","properties":{"u":{"oneOf":[{"type":"string","format":"uri"},{"const":null}]}},"required":["u"]}`,
+			`{"type":"object","properties":{"u":{"oneOf":[{"type":"string"},{"const":null}]}},"required":["u"]}`},
+		{"required but nullable: true",
+			`{"type":"object","properties":{"d":{"type":"string","format":"date","nullable":true}},"required":["d"]}`,
+			`{"type":"object","properties":{"d":{"type":"string","nullable":true}},"required":["d"]}`},
+		{"property named format is not the keyword",
+			`{"type":"object","properties":{"format":{"type":"string","format":"uri"}},"required":["format"]}`,
+			`{"type":"object","properties":{"format":{"type":"string","format":"uri"}},"required":["format"]}`},
+		{"property named properties is walked as a property",
+			`{"type":"object","properties":{"properties":{"type":"object","properties":{"x":{"type":"integer","format":"int32"}},"required":["x"]}},"required":["properties"]}`,
+			`{"type":"object","properties":{"properties":{"type":"object","properties":{"x":{"type":"integer","format":"int32"}},"required":["x"]}},"required":["properties"]}`},
+		{"optional object strips its whole subtree",
+			`{"type":"object","properties":{"o":{"type":"object","properties":{"x":{"type":"integer","format":"int32"}},"required":["x"]}}}`,
+			`{"type":"object","properties":{"o":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}`},
+		{"items of an optional array",
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"d":{"type":"string","format":"date"}},"required":["d"],"additionalProperties":false}}}}`,
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"d":{"type":"string"}},"required":["d"]}}}}`},
+		{"items of a required array: optional item keys stripped, required ones kept",
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"d":{"type":"string","format":"date"},"e":{"type":"string","format":"email"}},"required":["d"]}}},"required":["a"]}`,
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"d":{"type":"string","format":"date"},"e":{"type":"string","description":"Omit when unused."}},"required":["d"]}}},"required":["a"]}`},
+		{"nullable items",
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":["string","null"],"format":"date"}}},"required":["a"]}`,
+			`{"type":"object","properties":{"a":{"type":"array","items":{"type":["string","null"]}}},"required":["a"]}`},
+		{"additionalProperties false dropped at every level, true and schemas kept",
+			`{"type":"object","additionalProperties":false,"properties":{"m":{"type":"object","additionalProperties":{"type":"integer"}},"n":{"type":"object","additionalProperties":true}},"required":["m","n"]}`,
+			`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"integer"}},"n":{"type":"object","additionalProperties":true}},"required":["m","n"]}`},
+		{"description that already says omit",
+			`{"type":"object","properties":{"s":{"type":"string","description":"Omit for the default."}}}`,
+			`{"type":"object","properties":{"s":{"type":"string","description":"Omit for the default."}}}`},
+		{"omit line goes on its own line",
+			`{"type":"object","properties":{"s":{"type":"string","description":"A label. "}}}`,
+			`{"type":"object","properties":{"s":{"type":"string","description":"A label.\nOmit when unused."}}}`},
+		{"optional non-strings get no omit line",
+			`{"type":"object","properties":{"n":{"type":"integer"},"b":{"type":"boolean"},"x":{"type":["string","integer"]}}}`,
+			`{"type":"object","properties":{"n":{"type":"integer"},"b":{"type":"boolean"},"x":{"type":["string","integer"]}}}`},
+		{"$defs used only from optional places are stripped",
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/d"}},"$defs":{"d":{"type":"string","format":"date"}}}`,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/d","description":"Omit when unused."}},"$defs":{"d":{"type":"string"}}}`},
+		{"$defs used from a required place keep format",
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/d"},"b":{"$ref":"#/$defs/d"}},"required":["b"],"$defs":{"d":{"type":"string","format":"date"}}}`,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/d","description":"Omit when unused."},"b":{"$ref":"#/$defs/d"}},"required":["b"],"$defs":{"d":{"type":"string","format":"date"}}}`},
+		{"$defs reached through another definition",
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/outer"}},"$defs":{"outer":{"type":"object","properties":{"in":{"$ref":"#/$defs/inner"}},"required":["in"]},"inner":{"type":"string","format":"uuid"}}}`,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/outer"}},"$defs":{"outer":{"type":"object","properties":{"in":{"$ref":"#/$defs/inner"}},"required":["in"]},"inner":{"type":"string"}}}`},
+		{"recursive $defs terminate",
+			`{"type":"object","properties":{"t":{"$ref":"#/$defs/node"}},"required":["t"],"$defs":{"node":{"type":"object","properties":{"at":{"type":"string","format":"date"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["at"]}}}`,
+			`{"type":"object","properties":{"t":{"$ref":"#/$defs/node"}},"required":["t"],"$defs":{"node":{"type":"object","properties":{"at":{"type":"string","format":"date"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["at"]}}}`},
+		{"numbers and HTML characters survive as written",
+			`{"type":"object","properties":{"n":{"type":"number","minimum":1e-30,"maximum":12345678901234567890},"s":{"type":"string","description":"<a> & <b>"}},"required":["n","s"]}`,
+			`{"type":"object","properties":{"n":{"type":"number","minimum":1e-30,"maximum":12345678901234567890},"s":{"type":"string","description":"<a> & <b>"}},"required":["n","s"]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ShapeSchema(json.RawMessage(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("ShapeSchema(%s)\n got %s\nwant %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestShapeSchemaErrors(t *testing.T) {
+	for _, in := range []string{``, `nope`, `[]`, `"s"`, `{"a":1} {}`, `{"a":`, strings.Repeat("[", 300) + strings.Repeat("]", 300)} {
+		if out, err := ShapeSchema(json.RawMessage(in)); err == nil {
+			t.Errorf("ShapeSchema(%.40q) = %s, want an error", in, out)
+		}
+	}
+}
+
+func FuzzShapeSchema(f *testing.F) {
+	ins, _ := filepath.Glob("testdata/shape/*.in.json")
+	for _, in := range ins {
+		if b, err := os.ReadFile(in); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"properties":{"a":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}},"$defs":{"x":{"format":"f","type":"string"}}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := ShapeSchema(in)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("output is not valid JSON: %s", out)
+		}
+		again, err := ShapeSchema(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent:\nin    %s\nonce  %s\ntwice %s (%v)", in, out, again, err)
+		}
+	})
+}
+func TestShapeSchemaHostileRefs(t *testing.T) {
+	var defs []string
+	for i := 0; i < 40; i++ {
+		var br []string
+		for j := 0; j < 10; j++ {
+			br = append(br, fmt.Sprintf(`{"$ref":"#/$defs/d%d"}`, i+1))
+		}
+		defs = append(defs, fmt.Sprintf(`"d%d":{"anyOf":[%s]}`, i, strings.Join(br, ",")))
+	}
+	defs = append(defs, `"d40":{"type":"string"}`)
+	in := `{"type":"object","properties":{"p":{"$ref":"#/$defs/d0"}},"$defs":{` + strings.Join(defs, ",") + `}}`
+	start := time.Now()
+	out, err := ShapeSchema([]byte(in))
+	if err != nil || !strings.Contains(string(out), OmitLine) {
+		t.Fatalf("got %v, %.200s", err, out)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a chain of 40 ten-way unions took %v; shaping must stay linear", d)
+	}
+}
