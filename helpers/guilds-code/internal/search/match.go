@@ -12,7 +12,6 @@ import (
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
-	"github.com/guildsai/guilds/shared/shape"
 )
 
 // code_match's limit: default and largest.
@@ -302,6 +301,7 @@ func (s *syntaxSearch) reply(max int) envelope.Reply {
 		lines = append(lines, fmt.Sprintf("%s:%d: %s", s.pl.display(m.File), m.Line, m.Text))
 	}
 	var tail []string
+	total := ""
 	switch {
 	case len(s.found) == 0 && s.timedOut:
 		tail = append(tail, "no structural matches found before the search stopped")
@@ -316,24 +316,24 @@ func (s *syntaxSearch) reply(max int) envelope.Reply {
 		}
 		tail = append(tail, msg)
 	default:
-		total := fmt.Sprintf("%s in %s", plural(len(s.found), "matching line", "matching lines"), plural(files, "file", "files"))
+		total = fmt.Sprintf("%s in %s", plural(len(s.found), "matching line", "matching lines"), plural(files, "file", "files"))
 		if s.timedOut {
 			total = "at least " + total
 		}
+		line := total
 		if left := len(s.found) - len(shown); left > 0 {
-			total += fmt.Sprintf("; %s not shown (limit %d; narrow with path or lang)", plural(left, "more", "more"), s.limit)
+			line += fmt.Sprintf("; %d more not shown (limit %d; narrow with path or lang)", left, s.limit)
 		}
-		tail = append(tail, total)
+		tail = append(tail, line)
 	}
+	var notes []string
 	if s.note != "" {
-		tail = append(tail, "pattern "+s.note)
+		notes = append(notes, "pattern "+s.note)
 	}
 	if s.timedOut {
-		tail = append(tail, fmt.Sprintf("the search stopped after %s; results are partial: narrow path or lang", s.budget.Round(time.Millisecond)))
+		notes = append(notes, fmt.Sprintf("the search stopped after %s; results are partial: narrow path or lang", s.budget.Round(time.Millisecond)))
 	}
-	end := strings.Join(tail, "\n") + "\n"
-	text, _ := shape.FitLines("", lines, max-len(end), func(n int) string {
-		return fmt.Sprintf("… %s left out to fit the result size cap", plural(n, "line", "lines"))
-	})
-	return envelope.Reply{Text: text + end, Meta: meta}
+	short := strings.Join(append([]string{total + "; narrow with path or lang to see the rest"}, notes...), "\n") + "\n"
+	end := strings.Join(append(tail, notes...), "\n") + "\n"
+	return envelope.Reply{Text: fitResult(max, lines, end, short), Meta: meta}
 }

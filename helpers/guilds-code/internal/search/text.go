@@ -296,7 +296,7 @@ func (t *textSearch) content(ctx context.Context) ([]string, error) {
 				cur.last = m.Line
 			}
 			cur.lines = append(cur.lines, shownLine{
-				text:  fmt.Sprintf("%s%s%d%s %s", t.pl.display(cur.raw), sep, m.Line, sep, showLine(m.Text)),
+				text:  strings.TrimSuffix(fmt.Sprintf("%s%s%d%s %s", t.pl.display(cur.raw), sep, m.Line, sep, showLine(m.Text)), " "),
 				match: m.Type == "match",
 			})
 			total++
@@ -344,34 +344,35 @@ func showLine(s string) string {
 func (t *textSearch) reply(max int, lines []string) envelope.Reply {
 	meta := map[string]any{"matches": t.matches, "files": len(t.counts)}
 	var tail []string
+	total := ""
 	switch {
 	case len(t.counts) == 0 && t.timedOut:
 		tail = append(tail, "no matches found before the search stopped")
 	case len(t.counts) == 0:
 		tail = append(tail, fmt.Sprintf("no matches in %s (files ignored by .gitignore and hidden folders are not searched)", t.where()))
 	default:
-		total := fmt.Sprintf("%s in %s", plural(t.matches, "match", "matches"), plural(len(t.counts), "file", "files"))
+		total = fmt.Sprintf("%s in %s", plural(t.matches, "match", "matches"), plural(len(t.counts), "file", "files"))
 		if t.timedOut {
 			total = "at least " + total
 		}
+		line := total
 		if left := len(t.counts) - t.inFiles; t.mode == "files" {
 			if left > 0 {
-				total += fmt.Sprintf("; %s not shown (narrow with path or glob)", plural(left, "more file", "more files"))
+				line += fmt.Sprintf("; %s not shown (narrow with path or glob)", plural(left, "more file", "more files"))
 			}
 		} else if t.shown < t.matches {
-			total += fmt.Sprintf("; shown %s from the first %s by path (at most %d per file, %d lines); narrow with path or glob for the rest",
+			line += fmt.Sprintf("; showing %s from %s (files by path, at most %d matches per file, %d lines); narrow with path or glob to see the rest",
 				plural(t.shown, "match", "matches"), plural(t.inFiles, "file", "files"), PerFileCap, t.limit)
 		}
-		tail = append(tail, total)
+		tail = append(tail, line)
 	}
+	var notes []string
 	if t.timedOut {
-		tail = append(tail, fmt.Sprintf("the search stopped after %s; results are partial: narrow path or glob", t.budget.Round(time.Millisecond)))
+		notes = append(notes, fmt.Sprintf("the search stopped after %s; results are partial: narrow path or glob", t.budget.Round(time.Millisecond)))
 	}
-	end := strings.Join(tail, "\n") + "\n"
-	text, _ := shape.FitLines("", lines, max-len(end), func(n int) string {
-		return fmt.Sprintf("… %s left out to fit the result size cap", plural(n, "line", "lines"))
-	})
-	return envelope.Reply{Text: text + end, Meta: meta}
+	short := strings.Join(append([]string{total + "; narrow with path or glob to see the rest"}, notes...), "\n") + "\n"
+	end := strings.Join(append(tail, notes...), "\n") + "\n"
+	return envelope.Reply{Text: fitResult(max, lines, end, short), Meta: meta}
 }
 
 // where names the searched path for a message.
