@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,16 +74,21 @@ func (r *Request) Validate() error {
 	if len(r.Args) == 0 || bytes.Equal(bytes.TrimSpace(r.Args), []byte("null")) {
 		r.Args = json.RawMessage("{}")
 	}
+	if a := bytes.TrimSpace(r.Args); len(a) == 0 || a[0] != '{' {
+		return errors.New("request args must be a JSON object of named arguments")
+	}
 	return nil
 }
 
-// EncodeRequest returns the standard base64 of the request JSON.
+// EncodeRequest returns the standard base64 of the request JSON (args kept as sent: no HTML escaping).
 func EncodeRequest(r Request) (string, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
 		return "", fmt.Errorf("encode request: %w", err)
 	}
-	return base64.StdEncoding.EncodeToString(b), nil
+	return base64.StdEncoding.EncodeToString(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 // DecodeRequest parses a base64 request argument and validates it.
@@ -102,7 +108,7 @@ func ParseRequestJSON(raw []byte) (Request, error) {
 	if err := dec.Decode(&r); err != nil {
 		return Request{}, fmt.Errorf("request is not valid JSON: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Request{}, errors.New("request has trailing data after its JSON object")
 	}
 	if err := r.Validate(); err != nil {
