@@ -1,0 +1,175 @@
+package graph
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestEncodeDecodeRoundTrip stores a parsed repository and reads back the same files.
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	home := newHome(t, "graph-poly")
+	g, err := Open(context.Background(), filepath.Join(home, "repos", "graph-poly"), filepath.Join(home, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decode(encode(g.Files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(g.Files)) {
+		t.Fatalf("round trip changed the graph")
+	}
+}
+
+// normalize makes empty and nil slices compare equal.
+func normalize(files []*File) []File {
+	out := make([]File, len(files))
+	for i, f := range files {
+		c := *f
+		if len(c.Symbols) == 0 {
+			c.Symbols = nil
+		}
+		for j := range c.Symbols {
+			if len(c.Symbols[j].Locals) == 0 {
+				c.Symbols[j].Locals = nil
+			}
+		}
+		if len(c.Refs) == 0 {
+			c.Refs = nil
+		}
+		if len(c.Imports) == 0 {
+			c.Imports = nil
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// TestCorruptCacheIsRebuilt replaces the graph file with garbage; the next call rebuilds it.
+func TestCorruptCacheIsRebuilt(t *testing.T) {
+	home := newHome(t, "graph-go")
+	root, cache := filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache")
+	if _, err := Open(context.Background(), root, cache); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "graph.bin"), []byte("GRAFT\x00\x02\xff\xff\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(context.Background(), root, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Files) != 5 || g.Changed != 5 {
+		t.Fatalf("rebuild: %d files, %d parsed; want 5 and 5", len(g.Files), g.Changed)
+	}
+}
+
+// TestConcurrentOpens runs many calls on one repository at once, with edits in between; the graph file stays readable.
+func TestConcurrentOpens(t *testing.T) {
+	home := newHome(t, "graph-go")
+	root, cache := filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%2 == 0 {
+				src := []byte("package main\n\nfunc extra" + string(rune('A'+i)) + "() { helper() }\n")
+				if err := os.WriteFile(filepath.Join(root, "extra.go"), src, 0o644); err != nil {
+					errs <- err
+					return
+				}
+			}
+			g, err := Open(context.Background(), root, cache)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(g.Files) < 5 {
+				errs <- os.ErrInvalid
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	buf, err := os.ReadFile(filepath.Join(cache, "graph.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decode(buf); err != nil {
+		t.Fatalf("graph file after concurrent calls: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(cache, ".graph-*"))
+	if len(left) > 0 {
+		t.Fatalf("temporary files left behind: %v", left)
+	}
+}
+
+// TestBudgetRunsOut gives a build no time: the answer comes from what exists and says what is missing.
+func TestBudgetRunsOut(t *testing.T) {
+	home := newHome(t, "graph-go")
+	old := Budget
+	Budget = time.Nanosecond
+	defer func() { Budget = old }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	_, err := Open(ctx, filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache"))
+	if err == nil {
+		t.Fatal("an expired budget before the walk must fail the call")
+	}
+	Budget = old
+	// A budget that runs out during parsing keeps the parsed files and counts the rest.
+	root := filepath.Join(home, "repos", "graph-go")
+	list, err := walk(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	parsed, missing := parseAll(ctx2, root, list, nil)
+	if missing != len(list) || len(parsed) != 0 {
+		t.Fatalf("cancelled parse: %d parsed, %d missing; want 0 and %d", len(parsed), missing, len(list))
+	}
+	r := &repo{g: &Graph{Missing: 3}}
+	if note := r.missingNote(); note == "" {
+		t.Fatal("missing files must be reported")
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to the graph decoder: it returns an error or files, never panics.
+func FuzzDecode(f *testing.F) {
+	home := newHome(f, "graph-go")
+	g, err := Open(context.Background(), filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	good := encode(g.Files)
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte(magic))
+	f.Add([]byte("junk"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		files, err := decode(b)
+		if err != nil {
+			return
+		}
+		// What decodes must survive another round trip unchanged.
+		again, err := decode(encode(files))
+		if err != nil {
+			t.Fatalf("re-encoded graph does not decode: %v", err)
+		}
+		if !reflect.DeepEqual(normalize(again), normalize(files)) {
+			t.Fatalf("decode/encode is not stable")
+		}
+	})
+}
