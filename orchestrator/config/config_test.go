@@ -1,0 +1,101 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseDotenv(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     map[string]string
+		err      string
+	}{
+		{"plain", "A=1\nB=two words\n", map[string]string{"A": "1", "B": "two words"}, ""},
+		{"comments and blanks", "# c\n\nA=1 # note\n", map[string]string{"A": "1"}, ""},
+		{"export", "export A=x", map[string]string{"A": "x"}, ""},
+		{"single quotes literal", `A='a\nb # c'`, map[string]string{"A": `a\nb # c`}, ""},
+		{"double quotes escapes", `A="line1\nline2 \"q\""`, map[string]string{"A": "line1\nline2 \"q\""}, ""},
+		{"pem with escapes", `KEY="-----BEGIN-----\nabc\n-----END-----"`, map[string]string{"KEY": "-----BEGIN-----\nabc\n-----END-----"}, ""},
+		{"empty value", "A=", map[string]string{"A": ""}, ""},
+		{"bom", "\ufeffA=1", map[string]string{"A": "1"}, ""},
+		{"no equals", "JUSTAWORD", nil, "line 1"},
+		{"bad key", "1A=x", nil, "line 1"},
+		{"unterminated", "A=1\nB=\"open", nil, "line 2 (B): unterminated double quote"},
+		{"trailing text", "A='x' y", nil, "unexpected text"},
+		{"quote inside unquoted", `A=it's`, map[string]string{"A": "it's"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseDotenv([]byte(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Fatalf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadEnvironmentWins checks defaults, the .env file, and the environment's precedence.
+func TestLoadEnvironmentWins(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, ".env")
+	if err := os.WriteFile(envFile, []byte("GUILDS_LISTEN=127.0.0.1:9999\nTAVILY_API_KEY=from-file\nGUILDS_ADMIN_TOKEN=file-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GUILDS_ADMIN_TOKEN": "env-token", "DATABASE_URL": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, err := Load(func(k string) string { return env[k] }, lookup, envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9999" || c.AdminToken != "env-token" || c.DataDir != DefaultDataDir || c.DatabaseURL != "" {
+		t.Fatalf("config %+v", c)
+	}
+	if c.Getenv("TAVILY_API_KEY") != "from-file" {
+		t.Fatalf("Getenv does not see .env values")
+	}
+	c, err = Load(func(string) string { return "" }, func(string) (string, bool) { return "", false }, filepath.Join(dir, "missing"))
+	if err != nil || c.Listen != DefaultListen {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	if err := os.WriteFile(envFile, []byte("oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(nil, lookup, envFile); err == nil || !strings.Contains(err.Error(), ".env: line 1") {
+		t.Fatalf("bad .env: %v", err)
+	}
+}
+
+// FuzzParseDotenv: any input parses or fails cleanly, and what parses holds only valid keys.
+func FuzzParseDotenv(f *testing.F) {
+	for _, s := range []string{"A=1", "export B='x'", `C="a\nb"`, "# c\nD=e # f", "\ufeffE=", `F="unterminated`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		m, err := ParseDotenv([]byte(in))
+		if err != nil {
+			return
+		}
+		for k := range m {
+			if !validKey(k) {
+				t.Fatalf("invalid key %q accepted", k)
+			}
+		}
+	})
+}

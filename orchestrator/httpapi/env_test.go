@@ -1,0 +1,221 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const token = "test-operator-token-0123456789"
+
+// leakedSecret is the value the "fetch_token" test tool adds to the run's redaction set.
+const leakedSecret = "ghs_S3cretTokenValue42xyz"
+
+// env is one API over a fresh database with the test tools registered.
+type env struct {
+	t     *testing.T
+	app   *fiber.App
+	pool  *pgxpool.Pool
+	logs  *syncBuffer
+	order *seqLog
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// seqLog records the seq of each call as its handler runs, to check execution order.
+type seqLog struct {
+	mu   sync.Mutex
+	seqs []int64
+}
+
+func (l *seqLog) add(seq int64) {
+	l.mu.Lock()
+	l.seqs = append(l.seqs, seq)
+	l.mu.Unlock()
+}
+
+// testTools registers the tools the tests call: plain, flag-gated, kind-gated, integration-gated,
+// always-offered, failing, panicking, and one that fetches a credential.
+func testTools(t testing.TB, order *seqLog) *registry.Registry {
+	r := registry.New()
+	echoSchema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"what to echo"},"times":{"type":"integer","minimum":1,"maximum":3},"note":{"type":"string","format":"uri"}},"required":["text"],"additionalProperties":false}`)
+	empty := json.RawMessage(`{"type":"object","properties":{}}`)
+	tools := []registry.Tool{
+		{Name: "echo", Family: orchestrator.FamilyNotes, Description: "Echo text back.", Schema: echoSchema,
+			Handler: func(_ context.Context, c *registry.Call) (string, error) {
+				if order != nil {
+					order.add(c.Seq)
+				}
+				var a struct {
+					Text  string `json:"text"`
+					Times int    `json:"times"`
+				}
+				if err := json.Unmarshal(c.Args, &a); err != nil {
+					return "", err
+				}
+				c.Meta["chars"] = len(a.Text)
+				return strings.Repeat(a.Text, max(a.Times, 1)), nil
+			}},
+		{Name: "browser_snapshot", Family: orchestrator.FamilyBrowser, Description: "Page tree.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { return "tree", nil }},
+		{Name: "schedule_list", Family: orchestrator.FamilySchedules, Description: "Schedules.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { return "none", nil }},
+		{Name: "tavily_search", Family: orchestrator.FamilySearch, Description: "Web search.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { return "results", nil }},
+		{Name: "report_issue", Family: orchestrator.FamilyAlways, Description: "File a tooling problem.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { return "filed", nil }},
+		{Name: "fail", Family: orchestrator.FamilyNotes, Description: "Always fails.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { return "", errors.New("disk is full") }},
+		{Name: "boom", Family: orchestrator.FamilyNotes, Description: "Panics.", Schema: empty,
+			Handler: func(context.Context, *registry.Call) (string, error) { panic("index 7 out of range in frobnicator") }},
+		{Name: "fetch_token", Family: orchestrator.FamilyNotes, Description: "Fetches a credential.", Schema: empty,
+			Handler: func(_ context.Context, c *registry.Call) (string, error) {
+				c.Secrets = append(c.Secrets, leakedSecret)
+				c.Meta["token_used"] = leakedSecret
+				return "got token " + leakedSecret + " ok", nil
+			}},
+	}
+	for _, tool := range tools {
+		if err := r.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// newEnv builds the API; getenv is the configuration the offer policy and instance view read.
+func newEnv(t *testing.T, getenv func(string) string) *env {
+	t.Helper()
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store := postgres.NewStore(e.pool)
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: testTools(t, e.order), Offer: runs.DefaultOffer{Getenv: getenv}, Log: log}
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Getenv: getenv, Log: log})
+	return e
+}
+
+// do sends one request with the operator token (or the given Authorization) and decodes the answer.
+func (e *env) do(method, path string, body any, auth ...string) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if len(auth) > 0 {
+		if auth[0] != "" {
+			req.Header.Set("Authorization", auth[0])
+		}
+	} else {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.app.Test(req, -1)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// must is do that fails the test unless the status is want.
+func (e *env) must(want int, method, path string, body any) map[string]any {
+	e.t.Helper()
+	st, out := e.do(method, path, body)
+	if st != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %v", method, path, st, want, out)
+	}
+	return out
+}
+
+// errCode extracts error.code from an error answer.
+func errCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func errMessage(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+// agent creates an org, a guild and an agent and returns the agent's id.
+func (e *env) agent(config map[string]any) string {
+	e.t.Helper()
+	org := e.must(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})
+	g := e.must(201, "POST", "/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "Builders"})
+	body := map[string]any{"name": "Ada"}
+	if config != nil {
+		body["config"] = config
+	}
+	a := e.must(201, "POST", "/api/guilds/"+g["id"].(string)+"/agents", body)
+	return a["id"].(string)
+}
+
+// run starts a run and returns its id.
+func (e *env) run(agentID string, body map[string]any) string {
+	e.t.Helper()
+	r := e.must(201, "POST", "/api/agents/"+agentID+"/runs", body)
+	return r["id"].(string)
+}
+
+// offered lists the names of a run answer's offered tools.
+func offered(run map[string]any) []string {
+	var names []string
+	for _, t := range run["offered_tools"].([]any) {
+		names = append(names, t.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+var _ = http.StatusOK

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+)
+
+// statusOf is the one place an error code becomes an HTTP status.
+func statusOf(code string) int {
+	switch code {
+	case orchestrator.ENOTFOUND:
+		return http.StatusNotFound
+	case orchestrator.EFORBIDDEN:
+		return http.StatusForbidden
+	case orchestrator.EINVALID:
+		return http.StatusUnprocessableEntity
+	case orchestrator.EMALFORMED:
+		return http.StatusBadRequest
+	case orchestrator.ECONFLICT:
+		return http.StatusConflict
+	case orchestrator.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case "EMETHOD":
+		return http.StatusMethodNotAllowed
+	case "ETOOLARGE":
+		return http.StatusRequestEntityTooLarge
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// errorHandler renders every error a handler returns as {"error": {"code", "message"}}. Internal
+// errors are logged with their detail and answered with a generic message.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	code, msg := orchestrator.ErrorCode(err), orchestrator.ErrorMessage(err)
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case http.StatusNotFound:
+			code, msg = orchestrator.ENOTFOUND, "no route "+c.Method()+" "+c.Path()+"; the API is described at GET /api/openapi.json"
+		case http.StatusMethodNotAllowed:
+			code, msg = "EMETHOD", "method "+c.Method()+" is not allowed on "+c.Path()+"; see GET /api/openapi.json"
+		case http.StatusRequestEntityTooLarge:
+			code, msg = "ETOOLARGE", "request body is too large"
+		case http.StatusBadRequest:
+			code, msg = orchestrator.EMALFORMED, fe.Message
+		default:
+			code, msg = orchestrator.EINTERNAL, fe.Message
+		}
+	}
+	status := statusOf(code)
+	if status >= 500 {
+		s.log().Error("request failed", "method", c.Method(), "path", c.Path(), "err", err.Error())
+	}
+	return c.Status(status).JSON(errorBody{Error: errorDetail{Code: code, Message: msg}})
+}

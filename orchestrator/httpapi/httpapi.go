@@ -1,0 +1,410 @@
+// Package httpapi is the orchestrator's operator REST API on gofiber v2: scopes, agents, runs and
+// tool calls, the instance view, and the OpenAPI document. It is the one place error codes become
+// HTTP statuses.
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/integrations"
+	"github.com/guildsai/guilds/orchestrator/runs"
+)
+
+// AuthMode is what GET /api/instance reports: operators authenticate with a bearer token.
+const AuthMode = "token"
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+// Server holds what the handlers need. Set every field before New.
+type Server struct {
+	Scopes     orchestrator.ScopeStore
+	Runs       *runs.Service
+	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
+	Getenv     func(string) string // the configuration, for the integrations view
+	Log        *slog.Logger
+	Now        func() time.Time
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+// New returns the fiber app with every route registered.
+func New(s *Server) *fiber.App {
+	app := fiber.New(fiber.Config{
+		AppName:               "guilds-orchestrator",
+		DisableStartupMessage: true,
+		Immutable:             true, // strings from a request outlive it (run ids key the call locks)
+		ErrorHandler:          s.errorHandler,
+		BodyLimit:             8 << 20,
+		ReadTimeout:           60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+	})
+	app.Use(s.recoverAndLog)
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+
+	api := app.Group("/api", s.auth)
+	api.Get("/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		return c.Send(openapiDoc)
+	})
+	api.Get("/instance", s.instance)
+	api.Post("/orgs", s.createOrg)
+	api.Get("/orgs", s.listOrgs)
+	api.Get("/orgs/:id", s.getOrg)
+	api.Post("/orgs/:id/guilds", s.createGuild)
+	api.Get("/orgs/:id/guilds", s.listGuilds)
+	api.Get("/guilds/:id", s.getGuild)
+	api.Post("/guilds/:id/agents", s.createAgent)
+	api.Get("/guilds/:id/agents", s.listAgents)
+	api.Get("/agents/:id", s.getAgent)
+	api.Patch("/agents/:id", s.patchAgent)
+	api.Post("/agents/:id/runs", s.startRun)
+	api.Get("/runs/:id", s.getRun)
+	api.Post("/runs/:id/close", s.closeRun)
+	api.Post("/runs/:id/calls", s.call)
+	api.Get("/runs/:id/calls", s.listCalls)
+	return app
+}
+
+// recoverAndLog turns a handler panic into a 500 JSON error and logs every request.
+func (s *Server) recoverAndLog(c *fiber.Ctx) (err error) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log().Error("handler panicked", "method", c.Method(), "path", c.Path(), "panic", p)
+			err = s.errorHandler(c, orchestrator.Errorf(orchestrator.EINTERNAL, "internal error; the details are in the orchestrator log"))
+		}
+		status := c.Response().StatusCode()
+		lvl := slog.LevelDebug
+		if status >= 500 {
+			lvl = slog.LevelWarn
+		}
+		s.log().Log(c.UserContext(), lvl, "request", "method", c.Method(), "route", c.Route().Path, "status", status, "ms", float64(time.Since(start).Microseconds())/1000)
+	}()
+	if err := c.Next(); err != nil {
+		return s.errorHandler(c, err)
+	}
+	return nil
+}
+
+// auth requires "Authorization: Bearer <GUILDS_ADMIN_TOKEN>", compared in constant time.
+func (s *Server) auth(c *fiber.Ctx) error {
+	h := c.Get(fiber.HeaderAuthorization)
+	if h == "" {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="guilds"`)
+		return orchestrator.Errorf(orchestrator.EUNAUTHORIZED, "missing Authorization header; send Authorization: Bearer <operator token> (GUILDS_ADMIN_TOKEN)")
+	}
+	scheme, token, _ := strings.Cut(h, " ")
+	got, want := sha256.Sum256([]byte(strings.TrimSpace(token))), sha256.Sum256([]byte(s.AdminToken))
+	if !strings.EqualFold(scheme, "Bearer") || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="guilds", error="invalid_token"`)
+		return orchestrator.Errorf(orchestrator.EUNAUTHORIZED, "wrong operator token; send Authorization: Bearer <GUILDS_ADMIN_TOKEN>")
+	}
+	return c.Next()
+}
+
+// instanceIntegration is one integration in GET /api/instance.
+type instanceIntegration struct {
+	Name       string             `json:"name"`
+	State      integrations.State `json:"state"`
+	Summary    string             `json:"switches_on_summary"`
+	Variables  []instanceVariable `json:"variables"`
+	Providers  []string           `json:"providers"`
+	Tools      []string           `json:"tools"`
+	Connectors []string           `json:"connectors"`
+}
+
+type instanceVariable struct {
+	Name     string `json:"name"`
+	Set      bool   `json:"set"`
+	Required bool   `json:"required"`
+}
+
+// instance reports the auth mode and each integration's state, never a variable's value.
+func (s *Server) instance(c *fiber.Ctx) error {
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	out := []instanceIntegration{}
+	for _, st := range integrations.Evaluate(getenv) {
+		ii := instanceIntegration{Name: st.Name, State: st.State, Summary: st.Summary,
+			Providers: nonNil(st.Providers), Tools: nonNil(st.Tools), Connectors: nonNil(st.Connectors), Variables: []instanceVariable{}}
+		for _, v := range st.Variables {
+			ii.Variables = append(ii.Variables, instanceVariable{Name: v.Name, Set: v.Set, Required: v.Required})
+		}
+		out = append(out, ii)
+	}
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// nameBody is the body of the create routes.
+type nameBody struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) createOrg(c *fiber.Ctx) error {
+	var b nameBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if err := orchestrator.ValidName("organisation", b.Name); err != nil {
+		return err
+	}
+	o := orchestrator.Org{ID: orchestrator.NewID(orchestrator.PrefixOrg), Name: b.Name, CreatedAt: s.now()}
+	if err := s.Scopes.CreateOrg(c.UserContext(), o); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(o)
+}
+
+func (s *Server) listOrgs(c *fiber.Ctx) error {
+	orgs, err := s.Scopes.ListOrgs(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"orgs": orgs})
+}
+
+func (s *Server) getOrg(c *fiber.Ctx) error {
+	if err := requireID("organisation", c.Params("id")); err != nil {
+		return err
+	}
+	o, err := s.Scopes.GetOrg(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(o)
+}
+
+func (s *Server) createGuild(c *fiber.Ctx) error {
+	if err := requireID("organisation", c.Params("id")); err != nil {
+		return err
+	}
+	var b nameBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if err := orchestrator.ValidName("guild", b.Name); err != nil {
+		return err
+	}
+	g := orchestrator.Guild{ID: orchestrator.NewID(orchestrator.PrefixGuild), OrgID: c.Params("id"), Name: b.Name, CreatedAt: s.now()}
+	if err := s.Scopes.CreateGuild(c.UserContext(), g); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(g)
+}
+
+func (s *Server) listGuilds(c *fiber.Ctx) error {
+	if err := requireID("organisation", c.Params("id")); err != nil {
+		return err
+	}
+	gs, err := s.Scopes.ListGuilds(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"guilds": gs})
+}
+
+func (s *Server) getGuild(c *fiber.Ctx) error {
+	if err := requireID("guild", c.Params("id")); err != nil {
+		return err
+	}
+	g, err := s.Scopes.GetGuild(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(g)
+}
+
+// agentBody is the body of POST /api/guilds/{id}/agents and PATCH /api/agents/{id}.
+type agentBody struct {
+	Name   *string         `json:"name"`
+	Config json.RawMessage `json:"config"`
+}
+
+func (s *Server) createAgent(c *fiber.Ctx) error {
+	if err := requireID("guild", c.Params("id")); err != nil {
+		return err
+	}
+	var b agentBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if b.Name == nil {
+		return orchestrator.Errorf(orchestrator.EINVALID, "name is required")
+	}
+	if err := orchestrator.ValidName("agent", *b.Name); err != nil {
+		return err
+	}
+	patch, err := orchestrator.ParseConfigPatch(b.Config)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	a := orchestrator.Agent{ID: orchestrator.NewID(orchestrator.PrefixAgent), GuildID: c.Params("id"), Name: *b.Name,
+		Config: patch.Apply(orchestrator.DefaultAgentConfig()), CreatedAt: now, UpdatedAt: now}
+	if err := s.Scopes.CreateAgent(c.UserContext(), a); err != nil {
+		return err
+	}
+	a, err = s.Scopes.GetAgent(c.UserContext(), a.ID)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(a)
+}
+
+func (s *Server) listAgents(c *fiber.Ctx) error {
+	if err := requireID("guild", c.Params("id")); err != nil {
+		return err
+	}
+	as, err := s.Scopes.ListAgents(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"agents": as})
+}
+
+func (s *Server) getAgent(c *fiber.Ctx) error {
+	if err := requireID("agent", c.Params("id")); err != nil {
+		return err
+	}
+	a, err := s.Scopes.GetAgent(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(a)
+}
+
+// patchAgent changes only the keys sent: name and/or some config flags.
+func (s *Server) patchAgent(c *fiber.Ctx) error {
+	if err := requireID("agent", c.Params("id")); err != nil {
+		return err
+	}
+	var b agentBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if b.Name != nil {
+		if err := orchestrator.ValidName("agent", *b.Name); err != nil {
+			return err
+		}
+	}
+	patch, err := orchestrator.ParseConfigPatch(b.Config)
+	if err != nil {
+		return err
+	}
+	a, err := s.Scopes.UpdateAgent(c.UserContext(), c.Params("id"), orchestrator.AgentPatch{Name: b.Name, Config: patch})
+	if err != nil {
+		return err
+	}
+	return c.JSON(a)
+}
+
+// runBody is the body of POST /api/agents/{id}/runs.
+type runBody struct {
+	Kind           string          `json:"kind"`
+	Config         json.RawMessage `json:"config"`
+	ToolCallBudget *int            `json:"tool_call_budget"`
+}
+
+// runView is a run as the API shows it.
+type runView struct {
+	orchestrator.Run
+	RemainingToolCalls int `json:"remaining_tool_calls"`
+}
+
+func viewRun(r orchestrator.Run) runView { return runView{Run: r, RemainingToolCalls: r.Remaining()} }
+
+func (s *Server) startRun(c *fiber.Ctx) error {
+	if err := requireID("agent", c.Params("id")); err != nil {
+		return err
+	}
+	var b runBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	patch, err := orchestrator.ParseConfigPatch(b.Config)
+	if err != nil {
+		return err
+	}
+	run, err := s.Runs.StartRun(c.UserContext(), c.Params("id"), runs.StartRequest{Kind: b.Kind, Config: patch, Budget: b.ToolCallBudget})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(viewRun(run))
+}
+
+func (s *Server) getRun(c *fiber.Ctx) error {
+	run, err := s.Runs.GetRun(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(viewRun(run))
+}
+
+func (s *Server) closeRun(c *fiber.Ctx) error {
+	run, err := s.Runs.CloseRun(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(viewRun(run))
+}
+
+// callBody is the body of POST /api/runs/{id}/calls: the tool call as the model made it.
+type callBody struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (s *Server) call(c *fiber.Ctx) error {
+	if err := requireID("run", c.Params("id")); err != nil {
+		return err
+	}
+	var b callBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	// A call in flight finishes even when the client goes away or the server shuts down: its row and
+	// the run's counter must not be left behind the handler's side effects.
+	res, err := s.Runs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments})
+	if err != nil {
+		return err
+	}
+	return c.JSON(res)
+}
+
+func (s *Server) listCalls(c *fiber.Ctx) error {
+	calls, err := s.Runs.ListCalls(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"calls": calls})
+}
