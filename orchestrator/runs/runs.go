@@ -31,7 +31,7 @@ type Service struct {
 	Now      func() time.Time        // clock; nil means time.Now
 
 	mu     sync.Mutex
-	locks  map[string]*runLock          // one per run with a call in flight or waiting
+	locks  map[string]*runLock           // one per run with a call in flight or waiting
 	extras map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
 }
 
