@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // manySecrets returns n realistic, distinct credential-like values.
@@ -60,6 +62,34 @@ func corpus(size int, secrets []string) string {
 			case 3:
 				fmt.Fprintf(&b, `{"api_key":%q}`+"\n", s)
 			}
+		}
+	}
+	return b.String()
+}
+
+// goJSON is s as encoding/json writes it inside a string literal: the reference the redactor's
+// own escaping is checked against.
+func goJSON(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s)
+	out := strings.TrimSuffix(b.String(), "\n")
+	return out[1 : len(out)-1]
+}
+
+// pyJSON is s as Python's json.dumps (ensure_ascii) writes it, without the quotes.
+func pyJSON(s string) string {
+	var b strings.Builder
+	for _, r := range goJSON(s, false) {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
 		}
 	}
 	return b.String()

@@ -59,14 +59,14 @@ func FuzzRedact(f *testing.F) {
 			in.WriteString(" " + base64.StdEncoding.EncodeToString([]byte(pad+s+text)) + " ")
 			in.WriteString(" " + base64.RawURLEncoding.EncodeToString([]byte(text+pad+s)) + " ")
 			in.WriteString("?q=" + url.QueryEscape(s) + "&p=/" + url.PathEscape(s) + " ")
-			in.WriteString(`{"v":"` + jsonEscape(s, true) + `","w":"` + jsonASCII(s) + `"} `)
+			in.WriteString(`{"v":"` + goJSON(s, true) + `","w":"` + pyJSON(s) + `"} `)
 		}
 		out := NewRedactor([]string{s1, s2}).Redact(in.String())
 		for _, s := range []string{s1, s2} {
 			if len(s) < MinSecretLen {
 				continue
 			}
-			forms := []string{s, url.QueryEscape(s), url.PathEscape(s), jsonEscape(s, true), jsonEscape(s, false), jsonASCII(s),
+			forms := []string{s, url.QueryEscape(s), url.PathEscape(s), goJSON(s, true), goJSON(s, false), pyJSON(s),
 				base64.StdEncoding.EncodeToString([]byte(s)), base64.URLEncoding.EncodeToString([]byte(s))}
 			for _, form := range forms {
 				if leaksOutsideMarkers(out, form) {

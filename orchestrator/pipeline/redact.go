@@ -2,11 +2,10 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,56 +26,77 @@ const MinSecretLen = 4
 // ASCII-only form). Overlapping matches merge into one marker. A Redactor is immutable and safe for
 // concurrent use; a nil *Redactor redacts nothing.
 type Redactor struct {
-	values  []string
-	pats    []string
-	shift   uint32
-	bits    []uint64           // Bloom-style filter over a hash of each pattern's first 4 bytes
-	buckets map[uint32][]int32 // first 4 bytes (little-endian) -> pattern indexes, longest first
+	values []string
+	pats   []string // sorted by first 4 bytes, then longest first
+	keys   []uint32 // first 4 bytes (little-endian) of each pattern, parallel to pats
+	shift  uint32
+	bits   []uint64 // Bloom-style filter over a hash of each pattern's first 4 bytes
 }
 
 // NewRedactor builds a Redactor for values; values shorter than MinSecretLen bytes and duplicates are ignored.
 func NewRedactor(values []string) *Redactor {
-	r := &Redactor{buckets: map[uint32][]int32{}}
-	seenVal := map[string]bool{}
-	seenPat := map[string]bool{}
-	for _, v := range values {
-		if len(v) < MinSecretLen || seenVal[v] {
+	return build(nil, nil, values)
+}
+
+// With returns a new Redactor holding r's values and more; r is unchanged. Only the new values'
+// encodings are computed.
+func (r *Redactor) With(more ...string) *Redactor {
+	if r == nil {
+		return NewRedactor(more)
+	}
+	return build(r.values, r.pats, more)
+}
+
+// build indexes the patterns of known values (already encoded as pats) plus those of more.
+func build(known, pats []string, more []string) *Redactor {
+	r := &Redactor{values: append([]string(nil), known...), pats: append([]string(nil), pats...)}
+	seen := make(map[string]bool, len(known)+len(more))
+	for _, v := range known {
+		seen[v] = true
+	}
+	for _, v := range more {
+		if len(v) < MinSecretLen || seen[v] {
 			continue
 		}
-		seenVal[v] = true
+		seen[v] = true
 		r.values = append(r.values, v)
 		for _, p := range Encodings(v) {
-			if len(p) >= MinSecretLen && !seenPat[p] {
-				seenPat[p] = true
+			if len(p) >= MinSecretLen {
 				r.pats = append(r.pats, p)
 			}
 		}
 	}
+	type entry struct {
+		key uint32
+		pat string
+	}
+	es := make([]entry, len(r.pats))
+	for i, p := range r.pats {
+		es[i] = entry{key4(p, 0), p}
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		if len(a.pat) != len(b.pat) {
+			return len(b.pat) - len(a.pat)
+		}
+		return strings.Compare(a.pat, b.pat)
+	})
+	es = slices.CompactFunc(es, func(a, b entry) bool { return a.pat == b.pat })
+	r.pats, r.keys = make([]string, len(es)), make([]uint32, len(es))
 	size := 1 << 12
-	for size < len(r.pats)*64 && size < 1<<22 {
+	for size < len(es)*64 && size < 1<<22 {
 		size <<= 1
 	}
 	r.bits = make([]uint64, size/64)
 	r.shift = 32 - uint32(log2(size))
-	for i, p := range r.pats {
-		k := key4(p, 0)
-		h := (k * hashMul) >> r.shift
+	for i, e := range es {
+		r.pats[i], r.keys[i] = e.pat, e.key
+		h := (e.key * hashMul) >> r.shift
 		r.bits[h>>6] |= 1 << (h & 63)
-		r.buckets[k] = append(r.buckets[k], int32(i))
-	}
-	for _, b := range r.buckets {
-		sort.Slice(b, func(i, j int) bool { return len(r.pats[b[i]]) > len(r.pats[b[j]]) })
 	}
 	return r
-}
-
-// With returns a new Redactor holding r's values and more.
-func (r *Redactor) With(more ...string) *Redactor {
-	var vals []string
-	if r != nil {
-		vals = append(vals, r.values...)
-	}
-	return NewRedactor(append(vals, more...))
 }
 
 // Len is the number of values registered (after dropping short and duplicate ones).
@@ -103,10 +123,19 @@ func key4(s string, i int) uint32 {
 	return uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
 }
 
-// matchAt returns the length of the longest pattern starting at s[i], or 0.
+// matchAt returns the length of the longest pattern starting at s[i], whose first 4 bytes are k, or 0.
 func (r *Redactor) matchAt(s string, i int, k uint32) int {
-	for _, pi := range r.buckets[k] {
-		p := r.pats[pi]
+	lo, hi := 0, len(r.keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.keys[m] < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for ; lo < len(r.keys) && r.keys[lo] == k; lo++ {
+		p := r.pats[lo]
 		if len(s)-i >= len(p) && s[i:i+len(p)] == p {
 			return len(p)
 		}
@@ -157,72 +186,89 @@ func (r *Redactor) Redact(s string) string {
 
 // Encodings returns the forms of v a Redactor looks for: v itself, its whole base64 encodings
 // (standard and URL-safe, padded and raw), its base64 cores (both alphabets, at byte offsets 0, 1
-// and 2 of a longer stream), URL query and path escaping, and JSON escaping.
-// Forms equal to v or to each other appear once.
+// and 2 of a longer stream), URL query and path escaping, and JSON escaping (with and without HTML
+// escaping, and with every non-ASCII rune as \uXXXX). Forms equal to v or to each other appear once.
 func Encodings(v string) []string {
-	out := []string{v}
+	out := make([]string, 0, 16)
+	out = append(out, v)
 	add := func(p string) {
-		for _, q := range out {
-			if q == p {
-				return
-			}
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		add(enc.EncodeToString([]byte(v)))
+	buf := make([]byte, 2+len(v))
+	enc := make([]byte, base64.StdEncoding.EncodedLen(len(buf)))
+	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		n := e.EncodedLen(len(v))
+		e.Encode(enc[:n], []byte(v))
+		add(string(enc[:n]))
 	}
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+	for _, e := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for off := 0; off < 3; off++ {
-			add(base64Core(enc, v, off))
+			// The characters of v's encoding, when v starts at byte offset off (mod 3) of a
+			// stream, that depend only on v's bytes: the same whatever surrounds v.
+			in := buf[:off+len(v)]
+			clear(in[:off])
+			copy(in[off:], v)
+			e.Encode(enc, in)
+			if lo, hi := (8*off+5)/6, 8*(off+len(v))/6; lo < hi {
+				add(string(enc[lo:hi]))
+			}
 		}
 	}
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
-	add(jsonEscape(v, true))
-	add(jsonEscape(v, false))
-	add(jsonASCII(v))
+	add(jsonEscape(v, true, false))
+	add(jsonEscape(v, false, false))
+	add(jsonEscape(v, false, true))
 	return out
 }
 
-// base64Core is the run of characters of v's encoding, when v starts at byte offset off (mod 3) of
-// an encoded stream, that depend only on v's bytes: the same whatever surrounds v.
-func base64Core(enc *base64.Encoding, v string, off int) string {
-	buf := make([]byte, off+len(v))
-	copy(buf[off:], v)
-	e := enc.EncodeToString(buf)
-	lo := (8*off + 5) / 6
-	hi := 8 * (off + len(v)) / 6
-	if lo >= hi {
-		return ""
-	}
-	return e[lo:hi]
-}
-
-// jsonEscape is v as Go's encoding/json writes it inside a string literal, without the quotes.
-func jsonEscape(v string, html bool) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(html)
-	_ = enc.Encode(v) // encoding a string cannot fail
-	s := strings.TrimSuffix(b.String(), "\n")
-	return s[1 : len(s)-1]
-}
-
-// jsonASCII is v JSON-escaped with every non-ASCII rune as \uXXXX (Python's json.dumps default).
-func jsonASCII(v string) string {
-	base := jsonEscape(v, false)
-	var b strings.Builder
-	for _, r := range base {
-		switch {
-		case r < utf8.RuneSelf:
-			b.WriteRune(r)
-		case r > 0xFFFF:
-			r -= 0x10000
-			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
+// jsonEscape is v as written inside a JSON string literal, without the quotes: Go's encoding/json
+// escaping (html adds \u003c, \u003e and \u0026), or with ascii every non-ASCII rune as a
+// lower-case \uXXXX escape (surrogate pairs above U+FFFF), the way Python's json.dumps writes it.
+func jsonEscape(v string, html, ascii bool) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(v)+8)
+	u := func(r rune) { b = append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF]) }
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20 || html && (c == '<' || c == '>' || c == '&'):
+				u(rune(c))
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			u(0xFFFD)
+		case ascii && r > 0xFFFF:
+			r -= 0x10000
+			u(0xD800 + r>>10)
+			u(0xDC00 + r&0x3FF)
+		case ascii || r == 0x2028 || r == 0x2029:
+			u(r)
+		default:
+			b = append(b, v[i:i+size]...)
+		}
+		i += size
 	}
-	return b.String()
+	return string(b)
 }
