@@ -57,15 +57,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// seqLog records the seq of each call as its handler runs, to check execution order.
+// seqLog records, per run, the seq of each call as its handler runs, to check execution order.
 type seqLog struct {
 	mu   sync.Mutex
-	seqs []int64
+	seqs map[string][]int64
 }
 
-func (l *seqLog) add(seq int64) {
+func (l *seqLog) add(run string, seq int64) {
 	l.mu.Lock()
-	l.seqs = append(l.seqs, seq)
+	if l.seqs == nil {
+		l.seqs = map[string][]int64{}
+	}
+	l.seqs[run] = append(l.seqs[run], seq)
 	l.mu.Unlock()
 }
 
@@ -79,7 +82,7 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 		{Name: "echo", Family: orchestrator.FamilyNotes, Description: "Echo text back.", Schema: echoSchema,
 			Handler: func(_ context.Context, c *registry.Call) (string, error) {
 				if order != nil {
-					order.add(c.Seq)
+					order.add(c.RunID, c.Seq)
 				}
 				var a struct {
 					Text  string `json:"text"`

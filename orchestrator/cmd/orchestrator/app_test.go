@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/registry"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const testToken = "cmd-test-token-abcdef"
+
+// lookupOf makes a lookup function from a map (the test's whole environment).
+func lookupOf(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+// syncBuf is a goroutine-safe writer for the program's output.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// started is a running `serve`.
+type started struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan int
+	stderr *syncBuf
+}
+
+// startServe runs `serve` in the background and waits until it listens.
+func startServe(t *testing.T, env map[string]string, tools func(*registry.Registry) error) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{cancel: cancel, done: make(chan int, 1), stderr: &syncBuf{}}
+	addrc := make(chan string, 1)
+	go func() {
+		s.done <- run(ctx, []string{"serve"}, lookupOf(env), io.Discard, s.stderr, hooks{tools: tools, listening: func(a string) { addrc <- a }})
+	}()
+	select {
+	case s.addr = <-addrc:
+	case code := <-s.done:
+		cancel()
+		t.Fatalf("serve exited with %d before listening: %s", code, s.stderr)
+	case <-time.After(2 * time.Minute):
+		cancel()
+		t.Fatalf("serve did not listen in time: %s", s.stderr)
+	}
+	return s
+}
+
+// stop cancels serve (as SIGTERM does) and returns its exit status.
+func (s *started) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.done:
+		return code
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve did not stop: %s", s.stderr)
+		return -1
+	}
+}
+
+// request sends one request to the running server.
+func request(t *testing.T, method, url string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// TestServeEmbeddedCluster starts serve with DATABASE_URL unset in a fresh GUILDS_DATA_DIR: it
+// initialises and starts its own PostgreSQL, answers, stops it on shutdown, and finds its data again
+// on the next start.
+func TestServeEmbeddedCluster(t *testing.T) {
+	root, err := os.MkdirTemp("", "guilds-serve-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil { // the postgres user passes through it
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(root, "data")
+	env := map[string]string{"GUILDS_DATA_DIR": dataDir, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken}
+	s := startServe(t, env, nil)
+	resp, err := http.Get("http://" + s.addr + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if st, out := request(t, "POST", "http://"+s.addr+"/api/orgs", map[string]any{"name": "Persisted"}); st != 201 {
+		t.Fatalf("create org: %d %v", st, out)
+	}
+	pidFile := filepath.Join(dataDir, "postgres", "data", "postmaster.pid")
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Fatalf("embedded cluster not running: %v", err)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, s.stderr)
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Fatalf("embedded cluster still running after serve stopped (pid file: %v)", err)
+	}
+	for _, want := range []string{`"msg":"postgres: initialised cluster"`, `"msg":"listening"`, `"msg":"postgres: stopped"`} {
+		if !strings.Contains(s.stderr.String(), want) {
+			t.Fatalf("log lacks %s:\n%s", want, s.stderr)
+		}
+	}
+
+	s = startServe(t, env, nil)
+	st, out := request(t, "GET", "http://"+s.addr+"/api/orgs", nil)
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("second serve exited %d: %s", code, s.stderr)
+	}
+	if st != 200 || !strings.Contains(fmt.Sprint(out["orgs"]), "Persisted") {
+		t.Fatalf("after restart: %d %v", st, out)
+	}
+	if strings.Contains(s.stderr.String(), "initialised cluster") {
+		t.Fatalf("second start initialised the cluster again")
+	}
+}
+
+// TestGracefulShutdownFinishesCall: a call in flight when shutdown starts still completes, is
+// stored, and gets its answer; serve then exits cleanly.
+func TestGracefulShutdownFinishesCall(t *testing.T) {
+	_, dsn := pgtest.NewDBWithDSN(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	tools := func(r *registry.Registry) error {
+		return r.Register(registry.Tool{Name: "slow", Family: orchestrator.FamilyAlways, Description: "Waits.",
+			Schema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(context.Context, *registry.Call) (string, error) {
+				close(entered)
+				<-release
+				return "finished", nil
+			}})
+	}
+	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken}, tools)
+	base := "http://" + s.addr
+	_, org := request(t, "POST", base+"/api/orgs", map[string]any{"name": "o"})
+	_, g := request(t, "POST", base+"/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "g"})
+	_, a := request(t, "POST", base+"/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "a"})
+	_, run := request(t, "POST", base+"/api/agents/"+a["id"].(string)+"/runs", map[string]any{"kind": "direct"})
+	runID := run["id"].(string)
+
+	type answer struct {
+		status int
+		out    map[string]any
+	}
+	got := make(chan answer, 1)
+	go func() {
+		st, out := request(t, "POST", base+"/api/runs/"+runID+"/calls", map[string]any{"name": "slow"})
+		got <- answer{st, out}
+	}()
+	<-entered
+	s.cancel() // shutdown begins with the call in flight
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case code := <-s.done:
+		t.Fatalf("serve exited (%d) before the call in flight finished", code)
+	default:
+	}
+	close(release)
+	ans := <-got
+	if ans.status != 200 || !strings.HasPrefix(fmt.Sprint(ans.out["result"]), "finished") {
+		t.Fatalf("call in flight: %d %v", ans.status, ans.out)
+	}
+	if code := <-s.done; code != 0 {
+		t.Fatalf("serve exited %d: %s", code, s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "finishing calls in flight") {
+		t.Fatalf("no shutdown log line: %s", s.stderr)
+	}
+	// The call was stored: a fresh server on the same database lists it.
+	s = startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken}, nil)
+	defer s.stop(t)
+	st, out := request(t, "GET", "http://"+s.addr+"/api/runs/"+runID+"/calls", nil)
+	if st != 200 || len(out["calls"].([]any)) != 1 {
+		t.Fatalf("stored calls: %d %v", st, out)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	_, dsn := pgtest.NewDBWithDSN(t)
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"help", []string{"help"}, nil, 0, "usage: orchestrator", ""},
+		{"no command", nil, nil, 2, "", "want exactly one command"},
+		{"unknown command", []string{"launch"}, nil, 2, "", `unknown command "launch"`},
+		{"migrate up to date", []string{"migrate"}, map[string]string{"DATABASE_URL": dsn}, 0, "database is up to date", ""},
+		{"serve without token", []string{"serve"}, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0"}, 1, "", "GUILDS_ADMIN_TOKEN is not set"},
+		{"bad log level", []string{"serve"}, map[string]string{"GUILDS_LOG_LEVEL": "loud"}, 1, "", "GUILDS_LOG_LEVEL must be"},
+		{"unreachable database", []string{"migrate"}, map[string]string{"DATABASE_URL": "host=/nonexistent port=1 user=x dbname=x connect_timeout=2"}, 1, "", "connect to PostgreSQL"},
+		{"port taken", []string{"serve"}, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "256.0.0.1:1", "GUILDS_ADMIN_TOKEN": "x"}, 1, "", "listen on GUILDS_LISTEN=256.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb syncBuf
+			code := run(context.Background(), tt.args, lookupOf(tt.env), &out, &errb, hooks{})
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("code %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// TestMigrateFreshDatabase: migrate on an empty database applies every migration once.
+func TestMigrateFreshDatabase(t *testing.T) {
+	pool, dsn := pgtest.NewDBWithDSN(t)
+	if _, err := pool.Exec(context.Background(), "DROP SCHEMA public CASCADE; CREATE SCHEMA public"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb syncBuf
+	if code := run(context.Background(), []string{"migrate"}, lookupOf(map[string]string{"DATABASE_URL": dsn}), &out, &errb, hooks{}); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "applied 0001_core.sql") {
+		t.Fatalf("migrate output %q", out.String())
+	}
+}
