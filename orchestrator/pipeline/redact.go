@@ -3,10 +3,14 @@ package pipeline
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -29,22 +33,74 @@ type Redactor struct {
 	values []string
 	pats   []string // sorted by first 4 bytes, then longest first
 	keys   []uint32 // first 4 bytes (little-endian) of each pattern, parallel to pats
-	shift  uint32
-	bits   []uint64 // Bloom-style filter over a hash of each pattern's first 4 bytes
+	hshift uint32   // right shift that turns a multiplied 4-byte key into a table index
+	bits   []uint64 // Bloom-style filter over the hashed first 4 bytes of each pattern
+	minLen int      // the shortest pattern's length: the Wu-Manber window
+	skip   []uint8  // Wu-Manber shift per hashed 4-byte block (see find)
 }
 
-// NewRedactor builds a Redactor for values; values shorter than MinSecretLen bytes and duplicates are ignored.
+// NewRedactor builds a Redactor for values; values shorter than MinSecretLen bytes and duplicates
+// are ignored. The last few Redactors built are kept in memory (they are immutable), so building one
+// for the same values again, as every call of a run does, costs a hash of the values.
 func NewRedactor(values []string) *Redactor {
-	return build(nil, nil, values)
+	return cached(nil, values, func() *Redactor { return build(nil, nil, values) })
 }
 
-// With returns a new Redactor holding r's values and more; r is unchanged. Only the new values'
+// With returns a Redactor holding r's values and more; r is unchanged. Only the new values'
 // encodings are computed.
 func (r *Redactor) With(more ...string) *Redactor {
 	if r == nil {
 		return NewRedactor(more)
 	}
-	return build(r.values, r.pats, more)
+	if len(more) == 0 {
+		return r
+	}
+	return cached(r.values, more, func() *Redactor { return build(r.values, r.pats, more) })
+}
+
+// redactorCacheSize bounds the Redactors kept for reuse.
+const redactorCacheSize = 64
+
+var redactorCache struct {
+	sync.Mutex
+	m     map[[sha256.Size]byte]*Redactor
+	order [][sha256.Size]byte
+}
+
+// cached returns the Redactor for the values known+more, building it on a miss.
+func cached(known, more []string, build func() *Redactor) *Redactor {
+	h := sha256.New()
+	var n [8]byte
+	for _, list := range [][]string{known, more} {
+		for _, v := range list {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(v)))
+			h.Write(n[:])
+			h.Write([]byte(v))
+		}
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	redactorCache.Lock()
+	r, ok := redactorCache.m[key]
+	redactorCache.Unlock()
+	if ok {
+		return r
+	}
+	r = build()
+	redactorCache.Lock()
+	defer redactorCache.Unlock()
+	if redactorCache.m == nil {
+		redactorCache.m = map[[sha256.Size]byte]*Redactor{}
+	}
+	if _, ok := redactorCache.m[key]; !ok {
+		if len(redactorCache.order) >= redactorCacheSize {
+			delete(redactorCache.m, redactorCache.order[0])
+			redactorCache.order = redactorCache.order[1:]
+		}
+		redactorCache.m[key] = r
+		redactorCache.order = append(redactorCache.order, key)
+	}
+	return r
 }
 
 // build indexes the patterns of known values (already encoded as pats) plus those of more.
@@ -85,17 +141,34 @@ func build(known, pats []string, more []string) *Redactor {
 	})
 	es = slices.CompactFunc(es, func(a, b entry) bool { return a.pat == b.pat })
 	r.pats, r.keys = make([]string, len(es)), make([]uint32, len(es))
+	r.minLen = math.MaxInt
+	for _, e := range es {
+		r.minLen = min(r.minLen, len(e.pat))
+	}
+	window := min(r.minLen, maxWindow)
 	size := 1 << 12
-	for size < len(es)*64 && size < 1<<22 {
+	for size < len(es)*(window-MinSecretLen+1)*4 && size < 1<<17 {
 		size <<= 1
 	}
 	r.bits = make([]uint64, size/64)
-	r.shift = 32 - uint32(log2(size))
+	r.skip = make([]uint8, size)
+	r.hshift = 32 - uint32(log2(size))
+	// A block that ends no window of any pattern lets the scan jump a whole window minus a block.
+	for i := range r.skip {
+		r.skip[i] = uint8(window - MinSecretLen + 1)
+	}
 	for i, e := range es {
 		r.pats[i], r.keys[i] = e.pat, e.key
-		h := (e.key * hashMul) >> r.shift
+		h := (e.key * hashMul) >> r.hshift
 		r.bits[h>>6] |= 1 << (h & 63)
+		// The block ending at offset j of the pattern's first window: the scan may move on by
+		// window-1-j without passing a place where this pattern could start.
+		for j := MinSecretLen - 1; j < window; j++ {
+			h := (key4(e.pat, j-MinSecretLen+1) * hashMul) >> r.hshift
+			r.skip[h] = min(r.skip[h], uint8(window-1-j))
+		}
 	}
+	r.minLen = window
 	return r
 }
 
@@ -146,22 +219,17 @@ func (r *Redactor) matchAt(s string, i int, k uint32) int {
 // Redact returns s with every registered value and encoding replaced by Marker. A string holding
 // none is returned as is, without allocating.
 func (r *Redactor) Redact(s string) string {
-	if r == nil || len(r.pats) == 0 || len(s) < MinSecretLen {
+	if r == nil || len(r.pats) == 0 {
+		return s
+	}
+	i, n := r.find(s, 0)
+	if i < 0 {
 		return s
 	}
 	var b strings.Builder
+	b.Grow(len(s))
 	last := 0
-	bits, shift := r.bits, r.shift
-	for i := 0; i+MinSecretLen <= len(s); i++ {
-		k := key4(s, i)
-		h := (k * hashMul) >> shift
-		if bits[h>>6]&(1<<(h&63)) == 0 {
-			continue
-		}
-		n := r.matchAt(s, i, k)
-		if n == 0 {
-			continue
-		}
+	for i >= 0 {
 		end := i + n
 		// Merge every match that starts inside this one and reaches further.
 		for j := i + 1; j < end && j+MinSecretLen <= len(s); j++ {
@@ -169,19 +237,73 @@ func (r *Redactor) Redact(s string) string {
 				end = j + m
 			}
 		}
-		if b.Cap() == 0 {
-			b.Grow(len(s))
-		}
 		b.WriteString(s[last:i])
 		b.WriteString(Marker)
 		last = end
-		i = end - 1
-	}
-	if last == 0 {
-		return s
+		i, n = r.find(s, end)
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// The Wu-Manber window: capped so shifts fit a byte and the table stays small; below minWindow
+// (a secret of a few bytes is registered) shifts are too short to pay, and find scans every position.
+const (
+	maxWindow = 32
+	minWindow = 10
+)
+
+// findLinear is find for short windows: every position's first 4 bytes, rolled along s, go
+// through the Bloom filter, and only a hit is checked against the patterns.
+func (r *Redactor) findLinear(s string, from int) (int, int) {
+	if from+MinSecretLen > len(s) {
+		return -1, 0
+	}
+	bits, hshift := r.bits, r.hshift
+	k := key4(s, from)
+	for i := from; ; i++ {
+		h := (k * hashMul) >> hshift
+		if bits[h>>6]&(1<<(h&63)) != 0 {
+			if n := r.matchAt(s, i, k); n > 0 {
+				return i, n
+			}
+		}
+		if i+MinSecretLen >= len(s) {
+			return -1, 0
+		}
+		k = k>>8 | uint32(s[i+MinSecretLen])<<24
+	}
+}
+
+// find returns the leftmost position at or after from where a pattern starts, and the length of
+// the longest pattern there; -1 when there is none. It is Wu-Manber's scan: a window as long as
+// the shortest pattern slides along s; the hashed 4-byte block at its end says how far the window
+// can jump without passing the start of any pattern (often most of a window), and only where that
+// shift is 0 is the window's start checked against the patterns, behind a Bloom filter on their
+// first 4 bytes. Windows are visited left to right, so the first match found is the leftmost.
+func (r *Redactor) find(s string, from int) (int, int) {
+	if r.minLen < minWindow {
+		return r.findLinear(s, from)
+	}
+	w := r.minLen
+	skip, bits, hshift := r.skip, r.bits, r.hshift
+	for p := from + w - 1; p < len(s); {
+		h := (key4(s, p-MinSecretLen+1) * hashMul) >> hshift
+		if d := skip[h]; d > 0 {
+			p += int(d)
+			continue
+		}
+		start := p - w + 1
+		k := key4(s, start)
+		h = (k * hashMul) >> hshift
+		if bits[h>>6]&(1<<(h&63)) != 0 {
+			if n := r.matchAt(s, start, k); n > 0 {
+				return start, n
+			}
+		}
+		p++
+	}
+	return -1, 0
 }
 
 // Encodings returns the forms of v a Redactor looks for: v itself, its whole base64 encodings
