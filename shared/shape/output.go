@@ -48,8 +48,9 @@ func (o *Output) Shape(limit int, logPath, trailer string) (string, bool) {
 // "exit_code: 1", may be empty) on the lines after it, in at most limit bytes. Output that fits is
 // returned whole. Otherwise the result keeps the first quarter of limit (2 KiB of 8 KiB) and the
 // last bytes that the rest leaves room for (6 KiB less the marker and the trailer), around one
-// line giving the elided byte count and logPath. Cuts fall on UTF-8 character boundaries. It
-// reports whether anything was elided.
+// line giving the elided byte count and logPath. Cuts fall on UTF-8 character boundaries, and on
+// line ends when one lies in the quarter of the piece nearest the cut. It reports whether
+// anything was elided.
 func CommandResult(out string, limit int, logPath, trailer string) (string, bool) {
 	return shapeParts(out, out, int64(len(out)), limit, logPath, trailer)
 }
@@ -88,8 +89,8 @@ func shapeParts(head, tail string, total int64, limit int, logPath, trailer stri
 		join(ElisionMarker(total, logPath) + "\n")
 		return Prefix(b.String(), limit), true
 	}
-	h := Prefix(head, min(limit/4, avail))
-	t := Suffix(tail, avail-len(h))
+	h := lineHead(Prefix(head, min(limit/4, avail)))
+	t := lineTail(Suffix(tail, avail-len(h)))
 	elided := total - int64(len(h)) - int64(len(t))
 	b.Grow(limit)
 	b.WriteString(h)
@@ -100,6 +101,22 @@ func shapeParts(head, tail string, total int64, limit int, logPath, trailer stri
 	b.WriteByte('\n')
 	join(t)
 	return b.String(), true
+}
+
+// lineHead ends a head cut at its last line end, when that keeps at least three quarters of it.
+func lineHead(h string) string {
+	if i := strings.LastIndexByte(h, '\n'); i >= 0 && i+1 >= len(h)*3/4 {
+		return h[:i+1]
+	}
+	return h
+}
+
+// lineTail starts a tail cut after its first line end, when that keeps at least three quarters of it.
+func lineTail(t string) string {
+	if i := strings.IndexByte(t, '\n'); i >= 0 && len(t)-(i+1) >= len(t)*3/4 {
+		return t[i+1:]
+	}
+	return t
 }
 
 // Trailer joins non-empty trailer lines, each ending in a newline except the last.

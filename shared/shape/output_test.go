@@ -86,7 +86,7 @@ func TestCommandResultEdges(t *testing.T) {
 			if len(heads[1]) > limit/4 {
 				t.Fatalf("head is %d bytes, want at most %d", len(heads[1]), limit/4)
 			}
-			if len(got) < limit-8 {
+			if len(got) < limit*3/4 {
 				t.Fatalf("elided result is %d bytes; it should use the cap (%d)", len(got), limit)
 			}
 		})
@@ -98,12 +98,28 @@ func TestCommandResultDefaultSplit(t *testing.T) {
 	got, _ := CommandResult(out, 8192, testLog, "")
 	head := got[:strings.Index(got, "\n")]
 	if len(head) != 2048 {
-		t.Fatalf("head is %d bytes, want 2048 (2 KiB)", len(head))
+		t.Fatalf("head is %d bytes, want 2048 (2 KiB, no line end to cut at)", len(head))
 	}
 	tail := got[strings.LastIndex(got, "\n")+1:]
 	marker := ElisionMarker(int64(len(out)-len(head)-len(tail)), testLog)
 	if want := 8192 - 2048 - len(marker) - 3; len(tail) < want-1 || len(tail) > 6144 {
 		t.Fatalf("tail is %d bytes, want about %d (6 KiB less the marker)", len(tail), want)
+	}
+}
+
+func TestCommandResultCutsAtLineEnds(t *testing.T) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 50000; i++ {
+		fmt.Fprintf(&sb, "line %05d of the build output\n", i)
+	}
+	got, _ := CommandResult(sb.String(), 8192, testLog, "exit_code: 1")
+	for _, l := range strings.Split(got, "\n") {
+		if l != "exit_code: 1" && !strings.HasPrefix(l, "… [") && (len(l) != len("line 00000 of the build output") || !strings.HasPrefix(l, "line ")) {
+			t.Fatalf("a cut fell inside a line: %q", l)
+		}
+	}
+	if len(got) < 8192-len("line 00000 of the build output\n")*2-1 {
+		t.Fatalf("line-aligned result is %d bytes; it gave up more than a line at each cut", len(got))
 	}
 }
 
