@@ -189,3 +189,33 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("List has %d tools, want 9", n)
 	}
 }
+
+func TestSchemaDialects(t *testing.T) {
+	tests := []struct {
+		name, schema, args, wantErr string
+	}{
+		{"draft-07 named", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"type":"integer"}}}`, `{"n":"x"}`, "argument n: got string, want integer"},
+		{"unknown meta-schema read as 2020-12", `{"$schema":"https://example.com/meta","type":"object","required":["q"]}`, `{}`, "argument q: required but missing"},
+		{"OpenAPI nullable ignored by validation", `{"type":"object","properties":{"a":{"type":"string","nullable":true}}}`, `{"a":"x"}`, ""},
+		{"unknown format ignored", `{"type":"object","properties":{"a":{"type":"string","format":"int64"}}}`, `{"a":"x"}`, ""},
+		{"known format asserted", `{"type":"object","properties":{"a":{"type":"string","format":"uuid"}}}`, `{"a":"x"}`, "argument a: 'x' is not valid uuid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateArgs(json.RawMessage(tt.schema), json.RawMessage(tt.args))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+	_, err := compile(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`))
+	if err == nil || !strings.Contains(err.Error(), "self-contained") {
+		t.Errorf("external $ref: %v", err)
+	}
+}

@@ -79,18 +79,39 @@ func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	if t, _ := obj["type"].(string); t != "object" {
 		return nil, errors.New(`schema must declare "type": "object" at its top level`)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	const loc = "tool-schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
+	sch, err := compileDoc(doc)
+	if _, named := obj["$schema"]; err != nil && named {
+		// A meta-schema this validator does not know (and will not fetch): read the schema as
+		// draft 2020-12 instead, which is what the model sees anyway.
+		delete(obj, "$schema")
+		if s2, err2 := compileDoc(obj); err2 == nil {
+			return s2, nil
+		}
 	}
-	sch, err := c.Compile(loc)
 	if err != nil {
 		return nil, fmt.Errorf("schema is not a valid JSON Schema: %w", err)
 	}
 	return sch, nil
+}
+
+func compileDoc(doc any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	const loc = "tool-schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+// noLoader refuses every external reference: a tool schema must be self-contained, and compiling
+// one never touches the network or the file system.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %s: a tool schema must be self-contained (use $defs)", url)
 }
 
 var printer = message.NewPrinter(language.English)
