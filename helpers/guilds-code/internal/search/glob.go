@@ -29,6 +29,9 @@ func parseGlob(glob string) (globFilter, error) {
 	if glob == "" {
 		return globFilter{}, nil
 	}
+	if strings.ContainsRune(glob, 0) {
+		return globFilter{}, fmt.Errorf("glob must not contain a NUL byte")
+	}
 	var f globFilter
 	body := glob
 	if strings.HasPrefix(glob, "!") {

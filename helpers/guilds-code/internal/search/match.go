@@ -93,15 +93,14 @@ type syntaxSearch struct {
 // run checks how the pattern parses where that matters, then collects every match.
 func (s *syntaxSearch) run(ctx context.Context) error {
 	s.pattern = s.a.Pattern
+	broken := false
 	if s.known {
-		root, broken, err := s.parse(ctx, s.pattern)
-		if err != nil {
+		var root string
+		var err error
+		if root, broken, err = s.parse(ctx, s.pattern); err != nil {
 			return err
 		}
-		switch {
-		case broken:
-			return fmt.Errorf("%s", patternHelp(s.lang, true))
-		case s.lang.name == "go" && root == "type_conversion_expression":
+		if s.lang.name == "go" && root == "type_conversion_expression" && !broken {
 			// Go reads a bare pkg.Func(args) as a type conversion; inside a function body it is a call.
 			s.pattern, s.selector = "func _() { "+s.a.Pattern+" }", "call_expression"
 			s.note = "read as a Go call expression"
@@ -109,6 +108,11 @@ func (s *syntaxSearch) run(ctx context.Context) error {
 	}
 	if err := s.search(ctx); err != nil {
 		return err
+	}
+	if broken && len(s.found) == 0 && !s.timedOut {
+		// A pattern with a syntax error can still match (the engine only warns); one that
+		// matched nothing gets a form that parses.
+		return fmt.Errorf("%s", patternHelp(s.lang, true))
 	}
 	if len(s.found) == 0 && !s.known && s.pl.isDir && !s.timedOut {
 		// Without lang, Go files read a bare pkg.Func(args) as a type conversion and match
