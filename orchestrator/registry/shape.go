@@ -40,23 +40,21 @@ func ShapeSchema(schema json.RawMessage) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("shape schema: a tool schema must be a JSON object, got %s", jsonKind(plain(doc)))
 	}
-	sh := &shaper{root: root, seen: map[string]bool{}, keep: map[string]bool{}, str: map[*object]int8{}}
-	sh.defList = sh.listDefs()
-	// Find, to a fixed point, which definitions are referenced from a place that keeps formats.
-	for {
-		before := len(sh.seen) + len(sh.keep)
-		sh.walk(root, false, false, 0)
-		for _, d := range sh.defs() {
-			if sh.seen[d.ref] {
-				sh.walk(d.schema, !sh.keep[d.ref], false, 0)
-			}
-		}
-		if len(sh.seen)+len(sh.keep) == before {
-			break
-		}
+	sh := &shaper{root: root, seen: map[string]bool{}, keep: map[string]bool{}, str: map[*object]int8{}, defs: map[string]any{}}
+	defs := sh.listDefs()
+	for _, d := range defs {
+		sh.defs[d.ref] = d.schema
+	}
+	// Find which definitions are referenced at all, and which from a place that keeps formats. A
+	// definition is walked again only when its state changes (seen, then kept), at most twice.
+	sh.walk(root, false, false, 0)
+	for len(sh.queue) > 0 {
+		ref := sh.queue[0]
+		sh.queue = sh.queue[1:]
+		sh.walk(sh.defs[ref], !sh.keep[ref], false, 0)
 	}
 	sh.walk(root, false, true, 0)
-	for _, d := range sh.defs() {
+	for _, d := range defs {
 		sh.walk(d.schema, sh.seen[d.ref] && !sh.keep[d.ref], true, 0)
 	}
 	var buf bytes.Buffer
@@ -72,14 +70,13 @@ type def struct {
 }
 
 type shaper struct {
-	root    *object
-	seen    map[string]bool  // local refs met while walking
-	keep    map[string]bool  // local refs met in a place that keeps formats
-	str     map[*object]int8 // isString memo: 1 in progress, 2 string, 3 not
-	defList []def
+	root  *object
+	seen  map[string]bool  // local refs met while walking
+	keep  map[string]bool  // local refs met in a place that keeps formats
+	str   map[*object]int8 // isString memo: 1 in progress, 2 string, 3 not
+	defs  map[string]any   // root definitions by local ref
+	queue []string         // definitions whose seen/keep state changed, to walk (again)
 }
-
-func (sh *shaper) defs() []def { return sh.defList }
 
 // listDefs lists the root's definitions.
 func (sh *shaper) listDefs() []def {
@@ -122,10 +119,11 @@ func (sh *shaper) walk(n any, strip, mutate bool, depth int) {
 			o.del("additionalProperties")
 		}
 	}
-	if ref, isStr := o.vals["$ref"].(string); isStr && strings.HasPrefix(ref, "#/") {
-		sh.seen[ref] = true
-		if !strip {
-			sh.keep[ref] = true
+	if ref, isStr := o.vals["$ref"].(string); isStr {
+		if _, isDef := sh.defs[ref]; isDef && (!sh.seen[ref] || !strip && !sh.keep[ref]) {
+			sh.seen[ref] = true
+			sh.keep[ref] = sh.keep[ref] || !strip
+			sh.queue = append(sh.queue, ref)
 		}
 	}
 	if props, isObj := o.vals["properties"].(*object); isObj {
@@ -283,13 +281,8 @@ func (sh *shaper) stringNode(o *object, depth int) bool {
 
 // resolve finds a local "#/$defs/x" or "#/definitions/x" target.
 func (sh *shaper) resolve(ref string) (*object, bool) {
-	for _, d := range sh.defs() {
-		if d.ref == ref {
-			o, ok := d.schema.(*object)
-			return o, ok
-		}
-	}
-	return nil, false
+	o, ok := sh.defs[ref].(*object)
+	return o, ok
 }
 
 // isNullable reports whether a schema admits null beside something else, in any of the usual spellings.

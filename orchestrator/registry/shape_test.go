@@ -196,3 +196,24 @@ func TestShapeSchemaHostileRefs(t *testing.T) {
 		t.Errorf("a chain of 40 ten-way unions took %v; shaping must stay linear", d)
 	}
 }
+
+func TestShapeSchemaLongDefinitionChain(t *testing.T) {
+	var defs []string
+	const n = 3000
+	for i := 0; i < n; i++ {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"at":{"type":"string","format":"date"},"next":{"$ref":"#/$defs/d%d"}},"required":["at","next"]}`, i, i+1))
+	}
+	defs = append(defs, fmt.Sprintf(`"d%d":{"type":"string","format":"uuid"}`, n))
+	in := `{"type":"object","properties":{"p":{"$ref":"#/$defs/d0"}},"$defs":{` + strings.Join(defs, ",") + `}}`
+	start := time.Now()
+	out, err := ShapeSchema([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), `"format"`) {
+		t.Error("definitions reached only through an optional property kept a format")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a chain of %d definitions took %v; shaping must stay linear", n, d)
+	}
+}
