@@ -27,6 +27,9 @@ type target struct {
 
 // resolve turns the path argument into a target, refusing paths outside the workspace.
 func resolve(c *runs.Call, p string) (target, error) {
+	if len(p) > 1 && strings.HasSuffix(p, "/") {
+		return target{}, fmt.Errorf("path %s ends with /, so it names a folder; name a file", p)
+	}
 	real, err := c.Resolve(p)
 	if err != nil {
 		if errors.Is(err, runs.ErrOutside) {
