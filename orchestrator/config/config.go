@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/guildsai/guilds/orchestrator/sealed"
 )
 
 // Defaults.
@@ -24,6 +26,9 @@ type Config struct {
 	DataDir     string // GUILDS_DATA_DIR
 	AdminToken  string // GUILDS_ADMIN_TOKEN: the operator API's bearer token
 	LogLevel    string // GUILDS_LOG_LEVEL: debug, info, warn or error
+	// SecretKey is GUILDS_SECRET_KEY: the AES-256-GCM key (sealed package) that encrypts stored
+	// credentials; empty means connections and stored secrets are unavailable.
+	SecretKey string
 	// Getenv reads any variable with the same precedence (environment, then .env); the
 	// integrations registry and the offer policy read through it.
 	Getenv func(string) string
@@ -57,12 +62,18 @@ func Load(getenv func(string) string, lookup func(string) (string, bool), envFil
 		DataDir:     or(get("GUILDS_DATA_DIR"), DefaultDataDir),
 		AdminToken:  get("GUILDS_ADMIN_TOKEN"),
 		LogLevel:    or(get("GUILDS_LOG_LEVEL"), "info"),
+		SecretKey:   get(sealed.KeyVar),
 		Getenv:      get,
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		return c, fmt.Errorf("GUILDS_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.SecretKey != "" {
+		if _, err := sealed.ParseKey(c.SecretKey); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }

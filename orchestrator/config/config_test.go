@@ -99,3 +99,32 @@ func FuzzParseDotenv(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadSecretKey: a well-formed GUILDS_SECRET_KEY is kept, a malformed one stops Load with a
+// message that says how to make one and never echoes the value.
+func TestLoadSecretKey(t *testing.T) {
+	tests := []struct {
+		name, key string
+		ok        bool
+	}{
+		{"unset", "", true},
+		{"base64", "q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=", true},
+		{"too short", "tooshortvalue", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"GUILDS_SECRET_KEY": tt.key}
+			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+			c, err := Load(func(k string) string { return env[k] }, lookup, "")
+			if tt.ok != (err == nil) {
+				t.Fatalf("err=%v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && (strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "GUILDS_SECRET_KEY")) {
+				t.Fatalf("error %q", err)
+			}
+			if err == nil && c.SecretKey != tt.key {
+				t.Fatalf("SecretKey %q", c.SecretKey)
+			}
+		})
+	}
+}
