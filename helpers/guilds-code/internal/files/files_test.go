@@ -251,3 +251,17 @@ func assertNoTemps(t *testing.T, dir string) {
 		return nil
 	})
 }
+
+// TestRenderHugeFirstLine: under the smallest cap a clipped line of wide characters is cut,
+// marked, and the read still names the next offset.
+func TestRenderHugeFirstLine(t *testing.T) {
+	content := strings.Repeat("😀", 450) + "\nnext\n"
+	sc, err := scan(strings.NewReader(content), 1, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, last := render("f", sc, 1, 512)
+	if len(got) > 512 || last != 1 || !strings.Contains(got, "… [line cut at the byte cap]") || !strings.HasSuffix(got, "continue with offset 2") {
+		t.Fatalf("render under a 512-byte cap (%d bytes, last %d):\n%s", len(got), last, got)
+	}
+}

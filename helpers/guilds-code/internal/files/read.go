@@ -165,8 +165,9 @@ func render(shown string, sc scanned, offset, capBytes int) (string, int) {
 		n := offset + i
 		row := fmt.Sprintf("%*d\t%s\n", width, n, shape.ClipLine(l, MaxLineChars))
 		if body.Len()+len(row) > room {
-			if i == 0 { // Not even one line fits: show what fits of it.
-				row = shape.Prefix(row, max(room-1, 0)) + "\n"
+			if i == 0 { // Not even one line fits: show what fits of it, marked.
+				const cut = "… [line cut at the byte cap]\n"
+				row = shape.Prefix(row, max(room-len(cut), 0)) + cut
 			} else {
 				break
 			}

@@ -1,6 +1,7 @@
 package credential
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden sections of testdata/script/*.txtar")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
@@ -18,7 +21,8 @@ func TestMain(m *testing.M) {
 // TestScripts drives the helper through its CLI, and through a real git, in testdata/script.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			run := filepath.Join(env.WorkDir, "run")
 			env.Setenv("GUILDS_RUN_DIR", run)
