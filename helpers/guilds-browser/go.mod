@@ -2,13 +2,15 @@ module github.com/guildsai/guilds/helpers/guilds-browser
 
 go 1.26.8
 
-require github.com/guildsai/guilds/shared v0.0.0
+require (
+	github.com/guildsai/guilds/shared v0.0.0
+	github.com/mxschmitt/playwright-go v0.6401.0
+	github.com/rogpeppe/go-internal v1.16.0
+)
 
 require (
 	github.com/deckarep/golang-set/v2 v2.8.0 // indirect
 	github.com/go-stack/stack v1.8.1 // indirect
-	github.com/mxschmitt/playwright-go v0.6401.0 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
 )
 
 replace github.com/guildsai/guilds/shared => ../../shared
