@@ -196,6 +196,12 @@ func key4(s string, i int) uint32 {
 	return uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
 }
 
+// mayStart reports whether some pattern may start with the 4-byte key k (Bloom filter: no false negatives).
+func (r *Redactor) mayStart(k uint32) bool {
+	h := (k * hashMul) >> r.hshift
+	return r.bits[h>>6]&(1<<(h&63)) != 0
+}
+
 // matchAt returns the length of the longest pattern starting at s[i], whose first 4 bytes are k, or 0.
 func (r *Redactor) matchAt(s string, i int, k uint32) int {
 	lo, hi := 0, len(r.keys)
@@ -218,6 +224,8 @@ func (r *Redactor) matchAt(s string, i int, k uint32) int {
 
 // Redact returns s with every registered value and encoding replaced by Marker. A string holding
 // none is returned as is, without allocating.
+// Redact returns s with every registered value and encoding replaced by Marker. A string holding
+// none is returned as is, without allocating.
 func (r *Redactor) Redact(s string) string {
 	if r == nil || len(r.pats) == 0 {
 		return s
@@ -233,8 +241,10 @@ func (r *Redactor) Redact(s string) string {
 		end := i + n
 		// Merge every match that starts inside this one and reaches further.
 		for j := i + 1; j < end && j+MinSecretLen <= len(s); j++ {
-			if m := r.matchAt(s, j, key4(s, j)); m > 0 && j+m > end {
-				end = j + m
+			if k := key4(s, j); r.mayStart(k) {
+				if m := r.matchAt(s, j, k); j+m > end {
+					end = j + m
+				}
 			}
 		}
 		b.WriteString(s[last:i])

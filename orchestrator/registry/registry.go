@@ -110,7 +110,7 @@ func (r *Registry) MustRegister(t Tool) {
 	}
 }
 
-// Get returns the tool named name.
+// Get returns the tool named name. Its Schema is a copy.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -118,7 +118,14 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	if !ok {
 		return Tool{}, false
 	}
-	return e.tool, true
+	return e.copyTool(), true
+}
+
+// copyTool returns the tool with its own copy of the schema, so a caller cannot change the registry's.
+func (e *entry) copyTool() Tool {
+	t := e.tool
+	t.Schema = append(json.RawMessage(nil), t.Schema...)
+	return t
 }
 
 // OfferedSchema returns the tool's schema as shaped for the model (see ShapeSchema), computed at Register.
@@ -132,12 +139,12 @@ func (r *Registry) OfferedSchema(name string) (json.RawMessage, bool) {
 	return append(json.RawMessage(nil), e.shaped...), true
 }
 
-// List returns every tool, sorted by name.
+// List returns every tool, sorted by name. Schemas are copies.
 func (r *Registry) List() []Tool {
 	r.mu.RLock()
 	out := make([]Tool, 0, len(r.tools))
 	for _, e := range r.tools {
-		out = append(out, e.tool)
+		out = append(out, e.copyTool())
 	}
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -80,6 +80,11 @@ func TestRegisterDuplicateAndList(t *testing.T) {
 	if _, ok := r.Get("note_get"); !ok {
 		t.Error("Get(note_get) not found")
 	}
+	got, _ := r.Get("note_get")
+	got.Schema[0] = 'X'
+	if again, _ := r.Get("note_get"); again.Schema[0] != '{' {
+		t.Error("Get hands out the registry's own schema bytes")
+	}
 	if _, ok := r.Get("missing"); ok {
 		t.Error("Get(missing) found")
 	}
