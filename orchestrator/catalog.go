@@ -1,0 +1,199 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Binding scopes, walked in this order by the resolution.
+const (
+	ScopePlatform = "platform"
+	ScopeOrg      = "org"
+	ScopeGuild    = "guild"
+	ScopeAgent    = "agent"
+)
+
+// Scopes lists the binding scopes from the widest to the narrowest.
+var Scopes = []string{ScopePlatform, ScopeOrg, ScopeGuild, ScopeAgent}
+
+// Catalog kinds a binding may name.
+const (
+	CatalogNativeTool    = "native_tool"    // a native tool of the registry, by name
+	CatalogMCP           = "mcp"            // an MCP server or local adapter, by slug
+	CatalogMCPTool       = "mcp_tool"       // one listed tool, by its namespaced name {slug}_{name}
+	CatalogArtifactGrant = "artifact_grant" // read_guild, read_org, write_guild, write_org
+)
+
+// CatalogKinds lists the valid catalog kinds.
+var CatalogKinds = []string{CatalogNativeTool, CatalogMCP, CatalogMCPTool, CatalogArtifactGrant}
+
+// ArtifactGrants are the catalog ids of artifact_grant bindings.
+var ArtifactGrants = []string{"read_guild", "read_org", "write_guild", "write_org"}
+
+// Connection statuses.
+const (
+	ConnPending      = "pending"
+	ConnConnected    = "connected"
+	ConnDisconnected = "disconnected"
+)
+
+// Server auth kinds.
+const (
+	AuthNone  = "none"
+	AuthToken = "token"
+	AuthOAuth = "oauth"
+)
+
+// Server kinds: a remote MCP server, a local adapter calling a REST API, or the GitHub App.
+const (
+	ServerRemote = "remote"
+	ServerLocal  = "local"
+	ServerGitHub = "github"
+)
+
+// Copy sources of catalog rows: the manifest seed, an instance admin's edit, or a remote listing.
+const (
+	CopySeed   = "seed"
+	CopyAdmin  = "admin"
+	CopyListed = "listed"
+)
+
+// MCPServer is one catalog row: a remote MCP server, a local adapter, or GitHub.
+type MCPServer struct {
+	Slug        string        `json:"slug"`
+	Name        string        `json:"name"`
+	Kind        string        `json:"kind"`
+	Transport   string        `json:"transport"`
+	URL         string        `json:"url"`
+	Auth        string        `json:"auth"`
+	Config      ServerConfig  `json:"config"`
+	Description string        `json:"description"`
+	Limitations string        `json:"limitations"`
+	SetupHint   string        `json:"setup_hint"`
+	SeedsTools  bool          `json:"seeds_tools"`
+	Published   bool          `json:"published"`
+	CopySource  string        `json:"copy_source"`
+	Tools       []CatalogTool `json:"tools"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+}
+
+// ServerConfig is a server's connect configuration: the fields its token form collects and the
+// rules that write new listed tools Off at the connection owner.
+type ServerConfig struct {
+	Fields          []CredentialField `json:"fields"`
+	DefaultOff      []string          `json:"default_off,omitempty"`       // remote names listed Off on first appearance
+	DefaultOffMatch string            `json:"default_off_match,omitempty"` // case-insensitive substring: names containing it are listed Off
+	MaxCoins        int               `json:"max_coins,omitempty"`         // Pinned prices: how many coins a login may pin
+}
+
+// CredentialField is one field of a server's token form.
+type CredentialField struct {
+	Name     string `json:"name"`
+	Label    string `json:"label"`
+	Required bool   `json:"required"`
+	Help     string `json:"help,omitempty"`
+}
+
+// IsDefaultOff reports whether a newly listed tool of this server is written Off at the owner scope.
+func (c ServerConfig) IsDefaultOff(remoteName string) bool {
+	for _, n := range c.DefaultOff {
+		if n == remoteName {
+			return true
+		}
+	}
+	return c.DefaultOffMatch != "" && strings.Contains(strings.ToLower(remoteName), strings.ToLower(c.DefaultOffMatch))
+}
+
+// CatalogTool is one tool of the published catalog copy.
+type CatalogTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	DefaultOff  bool            `json:"default_off"`
+	Published   bool            `json:"published"`
+	CopySource  string          `json:"copy_source"`
+	Requires    string          `json:"-"` // a credential field that must be set for a connection to list it
+}
+
+// Connection is one login for one catalog server, owned at a scope. Its credentials never leave
+// the orchestrator: this type does not carry them.
+type Connection struct {
+	ID          string          `json:"id"`
+	Server      string          `json:"server"`
+	Scope       string          `json:"scope"`
+	ScopeID     string          `json:"scope_id"`
+	OrgID       string          `json:"org_id,omitempty"`
+	GuildID     string          `json:"guild_id,omitempty"`
+	AgentID     string          `json:"agent_id,omitempty"`
+	Status      string          `json:"status"`
+	AccountHint string          `json:"account_hint"`
+	Settings    json.RawMessage `json:"settings"`
+	VerifiedAt  *time.Time      `json:"verified_at"`
+	ListedAt    *time.Time      `json:"listed_at"`
+	ToolCount   int             `json:"tool_count"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// ListedTool is one tool listed on a connection.
+type ListedTool struct {
+	RemoteName    string          `json:"remote_name"`
+	Name          string          `json:"name"` // {slug}_{remote_name}, dots as _
+	Description   string          `json:"description"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	OfferedSchema json.RawMessage `json:"-"`
+}
+
+// Binding is one row: at this scope, this catalog item is on or off (and for mcp, through which login).
+type Binding struct {
+	Scope        string    `json:"scope"`
+	ScopeID      string    `json:"scope_id"`
+	CatalogKind  string    `json:"catalog_kind"`
+	CatalogID    string    `json:"catalog_id"`
+	Enabled      bool      `json:"enabled"`
+	ConnectionID string    `json:"connection_id,omitempty"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Chain is where a scope sits: its organisation, guild and agent (empty above the scope).
+type Chain struct {
+	Scope   string `json:"scope"`
+	OrgID   string `json:"org_id,omitempty"`
+	GuildID string `json:"guild_id,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+}
+
+// ID returns the id of the chain's own scope ("" for the platform).
+func (c Chain) ID() string {
+	switch c.Scope {
+	case ScopeOrg:
+		return c.OrgID
+	case ScopeGuild:
+		return c.GuildID
+	case ScopeAgent:
+		return c.AgentID
+	}
+	return ""
+}
+
+// Contains reports whether scope s with id is part of the chain: the platform, or the chain's own
+// organisation, guild or agent.
+func (c Chain) Contains(scope, id string) bool {
+	switch scope {
+	case ScopePlatform:
+		return true
+	case ScopeOrg:
+		return c.OrgID != "" && c.OrgID == id
+	case ScopeGuild:
+		return c.GuildID != "" && c.GuildID == id
+	case ScopeAgent:
+		return c.AgentID != "" && c.AgentID == id
+	}
+	return false
+}
+
+// NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, dots as _.
+func NamespacedTool(slug, remoteName string) string {
+	return slug + "_" + strings.ReplaceAll(remoteName, ".", "_")
+}

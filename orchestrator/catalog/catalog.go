@@ -1,0 +1,230 @@
+// Package catalog holds what exists for bindings to turn on: the manifests of the remote MCP
+// servers, local adapters and GitHub (TOML files embedded from manifests/), the platform seed
+// bindings, and which native tool families are bindings.
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/registry"
+)
+
+//go:embed manifests/*.toml
+var manifestFS embed.FS
+
+// PlatformSeed names the native tools the platform binding rows enable, so new agents inherit them.
+var PlatformSeed = []string{
+	"note_find", "note_get", "note_write", "note_delete",
+	"record_search", "record_list", "record_add", "record_update", "record_remove",
+	"memory_write",
+	"script_create", "script_list", "script_read", "script_run", "script_delete",
+	"schedule_create_cron", "schedule_create_window", "schedule_list", "schedule_pause", "schedule_resume", "schedule_delete",
+	"tavily_search",
+	"secret_store", "secret_request",
+	"group_post",
+}
+
+// bindingFamilies are the native tool families decided by bindings. The others (always, browser,
+// code) are never bindings: they follow the run's flags or are always offered.
+var bindingFamilies = map[string]bool{
+	orchestrator.FamilyNotes: true, orchestrator.FamilyRecords: true, orchestrator.FamilyMemory: true,
+	orchestrator.FamilyScripts: true, orchestrator.FamilySchedules: true, orchestrator.FamilySecrets: true,
+	orchestrator.FamilySearch: true, orchestrator.FamilyGroup: true,
+}
+
+// IsBindingFamily reports whether native tools of family are turned on and off by bindings.
+func IsBindingFamily(family string) bool { return bindingFamilies[family] }
+
+// manifest is one TOML file.
+type manifest struct {
+	Slug        string `toml:"slug"`
+	Name        string `toml:"name"`
+	Kind        string `toml:"kind"`
+	Transport   string `toml:"transport"`
+	URL         string `toml:"url"`
+	Auth        string `toml:"auth"`
+	SeedsTools  bool   `toml:"seeds_tools"`
+	Description string `toml:"description"`
+	Limitations string `toml:"limitations"`
+	SetupHint   string `toml:"setup_hint"`
+	Config      struct {
+		Fields []struct {
+			Name     string `toml:"name"`
+			Label    string `toml:"label"`
+			Required bool   `toml:"required"`
+			Help     string `toml:"help"`
+		} `toml:"fields"`
+		DefaultOff      []string `toml:"default_off"`
+		DefaultOffMatch string   `toml:"default_off_match"`
+		MaxCoins        int      `toml:"max_coins"`
+	} `toml:"config"`
+	Tools []struct {
+		Name        string `toml:"name"`
+		Description string `toml:"description"`
+		InputSchema string `toml:"input_schema"`
+		DefaultOff  bool   `toml:"default_off"`
+		Requires    string `toml:"requires"`
+	} `toml:"tools"`
+}
+
+var (
+	slugPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
+	fieldPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,40}$`)
+	toolPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+)
+
+// Load reads and checks the embedded manifests, sorted by slug.
+func Load() ([]orchestrator.MCPServer, error) {
+	sub, err := fs.Sub(manifestFS, "manifests")
+	if err != nil {
+		return nil, fmt.Errorf("catalog manifests: %w", err)
+	}
+	return LoadFS(sub)
+}
+
+// LoadFS reads every *.toml file of fsys as a manifest and checks it: a bad file is an error
+// naming the file and the problem.
+func LoadFS(fsys fs.FS) ([]orchestrator.MCPServer, error) {
+	names, err := fs.Glob(fsys, "*.toml")
+	if err != nil {
+		return nil, fmt.Errorf("catalog manifests: %w", err)
+	}
+	seen := map[string]string{}
+	var out []orchestrator.MCPServer
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("catalog manifest %s: %w", name, err)
+		}
+		s, err := Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("catalog manifest %s: %w", name, err)
+		}
+		if prev, dup := seen[s.Slug]; dup {
+			return nil, fmt.Errorf("catalog manifest %s: slug %q is already used by %s", name, s.Slug, prev)
+		}
+		seen[s.Slug] = name
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
+}
+
+// Parse decodes one manifest and checks it.
+func Parse(data []byte) (orchestrator.MCPServer, error) {
+	var m manifest
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&m)
+	if err != nil {
+		return orchestrator.MCPServer{}, fmt.Errorf("TOML: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return orchestrator.MCPServer{}, fmt.Errorf("unknown keys %s", strings.Join(keys, ", "))
+	}
+	s := orchestrator.MCPServer{
+		Slug: m.Slug, Name: m.Name, Kind: m.Kind, Transport: m.Transport, URL: m.URL, Auth: m.Auth,
+		Description: m.Description, Limitations: m.Limitations, SetupHint: m.SetupHint, SeedsTools: m.SeedsTools,
+		Published: true, CopySource: orchestrator.CopySeed,
+		Config: orchestrator.ServerConfig{DefaultOff: m.Config.DefaultOff, DefaultOffMatch: m.Config.DefaultOffMatch, MaxCoins: m.Config.MaxCoins,
+			Fields: []orchestrator.CredentialField{}},
+		Tools: []orchestrator.CatalogTool{},
+	}
+	var problems []string
+	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
+	if !slugPattern.MatchString(s.Slug) {
+		bad("slug %q must match %s", s.Slug, slugPattern)
+	}
+	if strings.TrimSpace(s.Name) == "" || strings.TrimSpace(s.Description) == "" {
+		bad("name and description are required")
+	}
+	if !oneOf(s.Kind, orchestrator.ServerRemote, orchestrator.ServerLocal, orchestrator.ServerGitHub) {
+		bad("kind %q must be remote, local or github", s.Kind)
+	}
+	if s.Transport != "http" {
+		bad("transport %q must be http", s.Transport)
+	}
+	if !oneOf(s.Auth, orchestrator.AuthNone, orchestrator.AuthToken, orchestrator.AuthOAuth) {
+		bad("auth %q must be none, token or oauth", s.Auth)
+	}
+	if u, err := url.Parse(s.URL); err != nil || u.Scheme != "https" || u.Host == "" {
+		bad("url %q must be an https URL", s.URL)
+	}
+	fields := map[string]bool{}
+	for _, f := range m.Config.Fields {
+		if !fieldPattern.MatchString(f.Name) || fields[f.Name] || f.Label == "" {
+			bad("credential field %q: needs a unique name matching %s and a label", f.Name, fieldPattern)
+		}
+		fields[f.Name] = true
+		s.Config.Fields = append(s.Config.Fields, orchestrator.CredentialField{Name: f.Name, Label: f.Label, Required: f.Required, Help: f.Help})
+	}
+	if s.Auth == orchestrator.AuthToken && len(fields) == 0 {
+		bad("a token server needs at least one [[config.fields]]")
+	}
+	if s.Auth != orchestrator.AuthToken && len(fields) > 0 {
+		bad("only token servers collect credential fields")
+	}
+	if s.SeedsTools != (len(m.Tools) > 0) {
+		bad("seeds_tools must be true exactly when the manifest lists [[tools]] (it lists %d)", len(m.Tools))
+	}
+	tools := map[string]bool{}
+	for _, t := range m.Tools {
+		if !toolPattern.MatchString(orchestrator.NamespacedTool(s.Slug, t.Name)) || tools[t.Name] {
+			bad("tool %q: needs a unique name whose namespaced form %s_%s is a valid tool name", t.Name, s.Slug, t.Name)
+		}
+		tools[t.Name] = true
+		if strings.TrimSpace(t.Description) == "" {
+			bad("tool %s: description is required", t.Name)
+		}
+		if t.Requires != "" && !fields[t.Requires] {
+			bad("tool %s: requires unknown credential field %q", t.Name, t.Requires)
+		}
+		schema := json.RawMessage(strings.TrimSpace(t.InputSchema))
+		if err := CheckSchema(schema); err != nil {
+			bad("tool %s: input_schema: %v", t.Name, err)
+		}
+		s.Tools = append(s.Tools, orchestrator.CatalogTool{Name: t.Name, Description: t.Description, InputSchema: schema,
+			DefaultOff: t.DefaultOff || s.Config.IsDefaultOff(t.Name), Published: true, CopySource: orchestrator.CopySeed, Requires: t.Requires})
+	}
+	if len(problems) > 0 {
+		return orchestrator.MCPServer{}, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return s, nil
+}
+
+// CheckSchema checks an input schema: a JSON object with "type": "object" that the registry can
+// shape for a model.
+func CheckSchema(schema json.RawMessage) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &top); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	if string(top["type"]) != `"object"` {
+		return fmt.Errorf(`type must be "object"`)
+	}
+	if _, err := registry.ShapeSchema(schema); err != nil {
+		return err
+	}
+	return nil
+}
+
+func oneOf(v string, set ...string) bool {
+	for _, s := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
