@@ -168,6 +168,8 @@ func FuzzShapeSchema(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"properties":{"a":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}},"$defs":{"x":{"format":"f","type":"string"}}}`))
+	f.Add([]byte(`{"properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"const":null}]}}}`))
+	f.Add([]byte(`{"definitions":{"a~/b":{"type":"string","format":"date"}},"properties":{"x":{"$ref":"#/definitions/a~0~1b"}}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := ShapeSchema(in)
 		if err != nil {
