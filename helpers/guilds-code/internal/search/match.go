@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
@@ -73,6 +75,13 @@ func Match(ctx context.Context, c *runs.Call, a MatchArgs, budget time.Duration)
 	return s.reply(c.Max)
 }
 
+// qualifiedCall is the shape of a bare call on a package or value, pkg.Func(...), which Go
+// alone may read as a type conversion.
+// It is compiled on first use, not at start-up.
+var qualifiedCall = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^\s*[\pL_$][\pL\pN_$]*(?:\.[\pL_$][\pL\pN_$]*)+\s*\(.*\)\s*$`)
+})
+
 // syntaxSearch is one code_match run.
 type syntaxSearch struct {
 	a      MatchArgs
@@ -93,15 +102,13 @@ type syntaxSearch struct {
 // run checks how the pattern parses where that matters, then collects every match.
 func (s *syntaxSearch) run(ctx context.Context) error {
 	s.pattern = s.a.Pattern
-	broken := false
-	if s.known {
-		var root string
-		var err error
-		if root, broken, err = s.parse(ctx, s.pattern); err != nil {
+	if s.known && s.lang.name == "go" && qualifiedCall().MatchString(s.pattern) {
+		// Go reads a bare pkg.Func(args) as a type conversion; inside a function body it is a call.
+		root, broken, err := s.parse(ctx, s.pattern)
+		if err != nil {
 			return err
 		}
-		if s.lang.name == "go" && root == "type_conversion_expression" && !broken {
-			// Go reads a bare pkg.Func(args) as a type conversion; inside a function body it is a call.
+		if root == "type_conversion_expression" && !broken {
 			s.pattern, s.selector = "func _() { "+s.a.Pattern+" }", "call_expression"
 			s.note = "read as a Go call expression"
 		}
@@ -109,12 +116,18 @@ func (s *syntaxSearch) run(ctx context.Context) error {
 	if err := s.search(ctx); err != nil {
 		return err
 	}
-	if broken && len(s.found) == 0 && !s.timedOut {
+	if s.known && s.selector == "" && len(s.found) == 0 && !s.timedOut {
 		// A pattern with a syntax error can still match (the engine only warns); one that
-		// matched nothing gets a form that parses.
-		return fmt.Errorf("%s", patternHelp(s.lang, true))
+		// matched nothing and does not parse gets a form that does.
+		_, broken, err := s.parse(ctx, s.pattern)
+		if err != nil {
+			return err
+		}
+		if broken {
+			return fmt.Errorf("%s", patternHelp(s.lang, true))
+		}
 	}
-	if len(s.found) == 0 && !s.known && s.pl.isDir && !s.timedOut {
+	if len(s.found) == 0 && !s.known && s.pl.isDir && !s.timedOut && qualifiedCall().MatchString(s.a.Pattern) {
 		// Without lang, Go files read a bare pkg.Func(args) as a type conversion and match
 		// nothing; read it once more as a Go call in them.
 		goLang, _ := lookupLang("go")
