@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,5 +232,27 @@ func TestParseStat(t *testing.T) {
 		if _, _, _, _, ok := parseStat([]byte(bad)); ok {
 			t.Errorf("parseStat(%q) ok", bad)
 		}
+	}
+}
+
+func TestChildrenOfAgreesWithScan(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	has := func(pids []int) bool {
+		for _, p := range pids {
+			if p == cmd.Process.Pid {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(childrenOf(os.Getpid())) || !has(scanChildren(os.Getpid())) {
+		t.Fatalf("child %d missing: children file %v, scan %v", cmd.Process.Pid, childrenOf(os.Getpid()), scanChildren(os.Getpid()))
+	}
+	if childrenOf(1<<30) != nil {
+		t.Fatal("children of a missing process")
 	}
 }

@@ -2,9 +2,9 @@ package proc
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 )
 
@@ -55,18 +55,21 @@ func descendants(leader int, token string) []int {
 // childrenOf lists pid's children from /proc/<pid>/task/*/children, or, where the kernel does
 // not offer that file, from a scan of every process's parent.
 func childrenOf(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	if len(tasks) == 0 {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-			return nil
-		}
-		return scanChildren(pid)
+	taskDir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(taskDir)
+	if err != nil {
+		return nil
 	}
+	tids, _ := d.Readdirnames(-1)
+	d.Close()
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
+	for _, tid := range tids {
+		b, err := os.ReadFile(taskDir + tid + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(taskDir + tid); serr == nil {
+				return scanChildren(pid) // a kernel without CONFIG_PROC_CHILDREN
+			}
+			continue // the thread just ended
 		}
 		for _, f := range bytes.Fields(b) {
 			if n, err := strconv.Atoi(string(f)); err == nil {

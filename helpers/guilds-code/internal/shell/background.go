@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +61,21 @@ type exitRecord struct {
 	EndedAt  time.Time `json:"ended_at"`
 }
 
-var idPattern = regexp.MustCompile(`^b([1-9][0-9]{0,8})$`)
+// parseID reads a background command id, b1, b2, …, into its number.
+func parseID(s string) (int, bool) {
+	digits, ok := strings.CutPrefix(s, "b")
+	if !ok || digits == "" || len(digits) > 9 || digits[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
 
 // stateDir is where background commands are recorded for the life of the container.
 func stateDir(runDir string) string { return filepath.Join(runDir, "shell") }
@@ -116,8 +129,7 @@ func jobIDs(runDir string) ([]int, error) {
 		if !ok {
 			continue
 		}
-		if m := idPattern.FindStringSubmatch(name); m != nil {
-			n, _ := strconv.Atoi(m[1])
+		if n, ok := parseID(name); ok {
 			ids = append(ids, n)
 		}
 	}

@@ -246,7 +246,7 @@ func TestBackgroundNumbersAcrossHelpers(t *testing.T) {
 	wg.Wait()
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if !idPattern.MatchString(id) || seen[id] {
+		if _, ok := parseID(id); !ok || seen[id] {
 			t.Fatalf("ids %v: want %d distinct ids b1…b%d", ids, n, n)
 		}
 		seen[id] = true
@@ -326,6 +326,19 @@ func TestStatusOfLongLog(t *testing.T) {
 	}
 	if got := len(lines) - 3; got != StatusLines {
 		t.Fatalf("%d log lines shown, want %d", got, StatusLines)
+	}
+}
+
+func TestParseID(t *testing.T) {
+	for s, want := range map[string]int{"b1": 1, "b42": 42, "b999999999": 999999999} {
+		if n, ok := parseID(s); !ok || n != want {
+			t.Errorf("parseID(%q) = %d, %v", s, n, ok)
+		}
+	}
+	for _, s := range []string{"", "b", "b0", "b01", "1", "B1", "b1x", "b-1", "b1234567890", "bb1"} {
+		if _, ok := parseID(s); ok {
+			t.Errorf("parseID(%q) accepted", s)
+		}
 	}
 }
 

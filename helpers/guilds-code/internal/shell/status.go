@@ -52,7 +52,7 @@ func Status(ctx context.Context, c *runs.Call) envelope.Reply {
 		return list(c)
 	}
 	id := *a.ID
-	if !idPattern.MatchString(id) {
+	if _, ok := parseID(id); !ok {
 		return envelope.Errorf(nil, "argument id %q is not a background command id; ids look like b1, b2, … (shell_status without arguments lists them)", id)
 	}
 	st, err := load(c.RunDir, id)
