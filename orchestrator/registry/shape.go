@@ -32,13 +32,19 @@ var saysOmit = regexp.MustCompile(`(?i)\bomit|\bleave (it |this |the key |this k
 // Only schema positions are walked, so a property named "format" or "properties" is a property,
 // never a keyword.
 func ShapeSchema(schema json.RawMessage) (json.RawMessage, error) {
+	out, _, err := shape(schema)
+	return out, err
+}
+
+// shape is ShapeSchema, also returning how many schema nodes it visited (tests check it stays linear).
+func shape(schema json.RawMessage) (json.RawMessage, int, error) {
 	doc, err := decodeOrdered(schema)
 	if err != nil {
-		return nil, fmt.Errorf("shape schema: not valid JSON: %w", err)
+		return nil, 0, fmt.Errorf("shape schema: not valid JSON: %w", err)
 	}
 	root, ok := doc.(*object)
 	if !ok {
-		return nil, fmt.Errorf("shape schema: a tool schema must be a JSON object, got %s", jsonKind(plain(doc)))
+		return nil, 0, fmt.Errorf("shape schema: a tool schema must be a JSON object, got %s", jsonKind(plain(doc)))
 	}
 	sh := &shaper{root: root, seen: map[string]bool{}, keep: map[string]bool{}, str: map[*object]int8{}, defs: map[string]any{}}
 	defs := sh.listDefs()
@@ -59,9 +65,9 @@ func ShapeSchema(schema json.RawMessage) (json.RawMessage, error) {
 	}
 	var buf bytes.Buffer
 	if err := encodeOrdered(&buf, root); err != nil {
-		return nil, fmt.Errorf("shape schema: %w", err)
+		return nil, 0, fmt.Errorf("shape schema: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), sh.visits, nil
 }
 
 type def struct {
@@ -70,12 +76,13 @@ type def struct {
 }
 
 type shaper struct {
-	root  *object
-	seen  map[string]bool  // local refs met while walking
-	keep  map[string]bool  // local refs met in a place that keeps formats
-	str   map[*object]int8 // isString memo: 1 in progress, 2 string, 3 not
-	defs  map[string]any   // root definitions by local ref
-	queue []string         // definitions whose seen/keep state changed, to walk (again)
+	root   *object
+	seen   map[string]bool  // local refs met while walking
+	keep   map[string]bool  // local refs met in a place that keeps formats
+	str    map[*object]int8 // isString memo: 1 in progress, 2 string, 3 not
+	defs   map[string]any   // root definitions by local ref
+	queue  []string         // definitions whose seen/keep state changed, to walk (again)
+	visits int              // schema nodes visited by walk and isString
 }
 
 // listDefs lists the root's definitions.
@@ -110,6 +117,7 @@ func (sh *shaper) walk(n any, strip, mutate bool, depth int) {
 	if !ok || depth > maxDepth {
 		return
 	}
+	sh.visits++
 	strip = strip || isNullable(o)
 	if mutate {
 		if _, isStr := o.vals["format"].(string); isStr && strip {
@@ -208,6 +216,7 @@ func (sh *shaper) isString(o *object, depth int) bool {
 	if depth > maxDepth {
 		return false
 	}
+	sh.visits++
 	sh.str[o] = 1
 	ok := sh.stringNode(o, depth)
 	sh.str[o] = 3
