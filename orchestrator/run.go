@@ -30,10 +30,14 @@ const (
 )
 
 // OfferedTool is one tool as offered to the model: its name, description and shaped input schema.
+// An MCP tool also records its server, the connection whose login it uses, and its remote name.
 type OfferedTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	Server       string          `json:"server,omitempty"`        // MCP tools: the catalog slug
+	ConnectionID string          `json:"connection_id,omitempty"` // MCP tools: the login the call uses
+	RemoteName   string          `json:"remote_name,omitempty"`   // MCP tools: the name on the server
 }
 
 // Run is one agent run: the snapshot of what it may do and how many calls it has left.
@@ -85,10 +89,18 @@ type ToolCall struct {
 	DurationMS float64         `json:"duration_ms"`
 }
 
+// RunCounters is the part of a run that changes after it starts; the rest is an immutable snapshot.
+type RunCounters struct {
+	Status        string
+	ToolCallsUsed int
+}
+
 // RunStore persists runs and their calls.
 type RunStore interface {
 	CreateRun(ctx context.Context, r Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
+	// GetRunCounters reads only what changes during a run: its status and calls used.
+	GetRunCounters(ctx context.Context, id string) (RunCounters, error)
 	// CloseRun marks the run closed; closing a closed run is not an error.
 	CloseRun(ctx context.Context, id string, at time.Time) (Run, error)
 	// RecordCall stores c and advances the run's counter to c.Seq in one transaction. It fails with

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	_ "embed"
@@ -56,6 +57,7 @@ func New(s *Server) *fiber.App {
 		Immutable:             true, // strings from a request outlive it (run ids key the call locks)
 		ErrorHandler:          s.errorHandler,
 		BodyLimit:             8 << 20,
+		JSONEncoder:           marshalJSON,
 		ReadTimeout:           60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 	})
@@ -84,6 +86,17 @@ func New(s *Server) *fiber.App {
 	api.Post("/runs/:id/calls", s.call)
 	api.Get("/runs/:id/calls", s.listCalls)
 	return app
+}
+
+// marshalJSON encodes answers without HTML escaping, so "<" and "&" in results stay readable.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // recoverAndLog turns a handler panic into a 500 JSON error and logs every request.

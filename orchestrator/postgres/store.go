@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -33,6 +35,11 @@ func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// Calls of different runs proceed concurrently, each holding a connection briefly; pgx's
+		// default (the CPU count, at least 4) queues them on small machines.
+		cfg.MaxConns = int32(max(16, 4*runtime.NumCPU()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -283,6 +290,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 		return r, fmt.Errorf("get run %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// GetRunCounters reads a run's status and calls used, without its snapshot.
+func (s *Store) GetRunCounters(ctx context.Context, id string) (orchestrator.RunCounters, error) {
+	var c orchestrator.RunCounters
+	err := s.pool.QueryRow(ctx, "SELECT status, tool_calls_used FROM runs WHERE id = $1", id).Scan(&c.Status, &c.ToolCallsUsed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("run", id)
+	}
+	if err != nil {
+		return c, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return c, nil
 }
 
 // CloseRun marks the run closed at the given time (once; a closed run keeps its first closed_at).

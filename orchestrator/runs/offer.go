@@ -2,7 +2,9 @@ package runs
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/integrations"
@@ -17,8 +19,9 @@ type OfferInput struct {
 }
 
 // OfferPolicy decides which registered native tools a run offers. It is the one place that decision
-// is made: the bindings work replaces DefaultOffer with the resolution walk. Tools of the
-// orchestrator.FamilyAlways family are offered whatever the policy answers.
+// is made: production wires the bindings policy (bindings.Policy: the resolution walk, then the
+// rules of DefaultOffer). Tools of the orchestrator.FamilyAlways family are offered whatever the
+// policy answers.
 type OfferPolicy interface {
 	Offer(ctx context.Context, in OfferInput, tools []registry.Tool) ([]registry.Tool, error)
 }
@@ -31,9 +34,10 @@ func (f OfferFunc) Offer(ctx context.Context, in OfferInput, tools []registry.To
 	return f(ctx, in, tools)
 }
 
-// DefaultOffer is the policy before bindings exist: every binding tool is enabled (the platform seed
-// enables them all), and the spec's "What a run offers" limits apply: the config flags, the run
-// kinds of the schedule, memory and secret_request tools, and the integrations a tool needs.
+// DefaultOffer holds the rules of the spec's "What a run offers" that apply whatever the bindings
+// say: the config flags, the run kinds of the schedule, memory and secret_request tools, and the
+// integrations a tool needs. Alone it offers every tool those rules allow (as if every binding were
+// on); the bindings policy applies the resolution walk first and then these rules.
 type DefaultOffer struct {
 	// Getenv reads the orchestrator's configuration, for the integrations registry.
 	Getenv func(string) string
@@ -51,24 +55,41 @@ func (d DefaultOffer) Offer(_ context.Context, in OfferInput, tools []registry.T
 }
 
 // allows applies the rules to one tool.
-func (d DefaultOffer) allows(in OfferInput, t registry.Tool) bool {
+func (d DefaultOffer) allows(in OfferInput, t registry.Tool) bool { return d.Why(in, t) == "" }
+
+// Why says why the rules leave t out of a run with this input ("" when they allow it), in words an
+// operator can act on; the access views show it.
+func (d DefaultOffer) Why(in OfferInput, t registry.Tool) string {
 	if ig, ok := integrations.ForTool(t.Name); ok && (d.Getenv == nil || !integrations.Enabled(d.Getenv, ig.Name)) {
-		return false // e.g. tavily_search without TAVILY_API_KEY
+		return fmt.Sprintf("the %s integration is off: set %s", ig.Name, strings.Join(ig.Required, ", ")) // e.g. tavily_search without TAVILY_API_KEY
 	}
 	if t.Name == "secret_request" && in.Kind != orchestrator.KindDirect {
-		return false
+		return "offered on direct runs only"
 	}
 	switch t.Family {
 	case orchestrator.FamilyBrowser:
-		return in.Config.Browser
+		return flagOff(in.Config.Browser, "browser")
 	case orchestrator.FamilyCode:
-		return in.Config.Coding
+		return flagOff(in.Config.Coding, "coding")
 	case orchestrator.FamilyScripts:
-		return in.Config.Scripting
+		return flagOff(in.Config.Scripting, "scripting")
 	case orchestrator.FamilyMemory:
-		return in.Config.Memory && slices.Contains([]string{orchestrator.KindDirect, orchestrator.KindGroup, orchestrator.KindSchedule}, in.Kind)
+		if !slices.Contains([]string{orchestrator.KindDirect, orchestrator.KindGroup, orchestrator.KindSchedule}, in.Kind) {
+			return "offered on direct, group and schedule runs only"
+		}
+		return flagOff(in.Config.Memory, "memory")
 	case orchestrator.FamilySchedules:
-		return in.Kind == orchestrator.KindDirect || in.Kind == orchestrator.KindGroupChat
+		if in.Kind != orchestrator.KindDirect && in.Kind != orchestrator.KindGroupChat {
+			return "offered on direct and group-chat runs only"
+		}
 	}
-	return true
+	return ""
+}
+
+// flagOff is the reason for a tool whose config flag is false.
+func flagOff(on bool, flag string) string {
+	if on {
+		return ""
+	}
+	return "config." + flag + " is false"
 }

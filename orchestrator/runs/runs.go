@@ -30,9 +30,10 @@ type Service struct {
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
 
-	mu     sync.Mutex
-	locks  map[string]*runLock           // one per run with a call in flight or waiting
-	extras map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
+	mu        sync.Mutex
+	snapshots map[string]orchestrator.Run   // immutable run snapshots (offered tools, budget, ids), bounded
+	locks     map[string]*runLock           // one per run with a call in flight or waiting
+	extras    map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
 }
 
 // runLock serializes one run's calls; refs counts the callers holding or waiting for it.
@@ -113,9 +114,10 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.OfferedTool, error) {
 	all := s.Registry.List()
 	var chosen []registry.Tool
+	var mcp []orchestrator.OfferedTool
 	if s.Offer != nil {
 		var err error
-		if chosen, err = s.Offer.Offer(ctx, in, all); err != nil {
+		if chosen, mcp, err = s.decide(ctx, in, all); err != nil {
 			return nil, fmt.Errorf("decide offered tools: %w", err)
 		}
 	}
@@ -134,7 +136,7 @@ func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.Offe
 		}
 		out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	return out, nil
+	return appendMCP(out, mcp, s.log()), nil
 }
 
 // GetRun returns a run.
@@ -169,8 +171,39 @@ func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, er
 	}
 	s.mu.Lock()
 	delete(s.extras, id)
+	delete(s.snapshots, id)
 	s.mu.Unlock()
 	s.log().Info("run closed", "run_id", id, "calls", run.ToolCallsUsed)
+	return run, nil
+}
+
+// maxSnapshots bounds the snapshot cache; past it, the cache starts over.
+const maxSnapshots = 4096
+
+// loadRun returns the run with fresh counters: from the snapshot cache plus a light counters read,
+// or, on a miss, the full row (whose snapshot is then cached: it never changes).
+func (s *Service) loadRun(ctx context.Context, id string) (orchestrator.Run, error) {
+	s.mu.Lock()
+	run, ok := s.snapshots[id]
+	s.mu.Unlock()
+	if ok {
+		c, err := s.Runs.GetRunCounters(ctx, id)
+		if err != nil {
+			return run, err
+		}
+		run.Status, run.ToolCallsUsed = c.Status, c.ToolCallsUsed
+		return run, nil
+	}
+	run, err := s.Runs.GetRun(ctx, id)
+	if err != nil {
+		return run, err
+	}
+	s.mu.Lock()
+	if s.snapshots == nil || len(s.snapshots) >= maxSnapshots {
+		s.snapshots = map[string]orchestrator.Run{}
+	}
+	s.snapshots[id] = run
+	s.mu.Unlock()
 	return run, nil
 }
 
@@ -255,7 +288,7 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 		return CallResult{}, err
 	}
 	defer unlock()
-	run, err := s.Runs.GetRun(ctx, runID)
+	run, err := s.loadRun(ctx, runID)
 	if err != nil {
 		return CallResult{}, err
 	}
@@ -312,6 +345,9 @@ func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string,
 			names[i] = t.Name
 		}
 		return fmt.Sprintf("ERROR: tool %q is not offered on this run; call one of: %s", name, strings.Join(names, ", ")), nil, "not_offered"
+	}
+	if t, ok := offeredMCP(run, name); ok {
+		return mcpUnavailable(t), nil, "mcp_unavailable"
 	}
 	tool, ok := s.Registry.Get(name)
 	if !ok {

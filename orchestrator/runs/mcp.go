@@ -1,0 +1,70 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/registry"
+)
+
+// MCPOfferPolicy is an OfferPolicy that also decides the run's MCP tools, in the same decision (one
+// resolution for both). The bindings policy implements it; a plain OfferPolicy offers no MCP tools.
+type MCPOfferPolicy interface {
+	OfferPolicy
+	// OfferWithMCP returns the native tools offered and the MCP tools offered, namespaced
+	// ({slug}_{name}) with their server, connection and remote name set. An enabled server whose
+	// login is disconnected is an error naming the server: the generation must not start.
+	OfferWithMCP(ctx context.Context, in OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error)
+}
+
+// decide asks the policy for the native tools and, when it can, the MCP tools.
+func (s *Service) decide(ctx context.Context, in OfferInput, all []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
+	if p, ok := s.Offer.(MCPOfferPolicy); ok {
+		return p.OfferWithMCP(ctx, in, all)
+	}
+	native, err := s.Offer.Offer(ctx, in, all)
+	return native, nil, err
+}
+
+// appendMCP adds the MCP tools after the native ones, sorted by name; an MCP tool whose name a
+// native tool already has is left out (and logged), since a call must name one tool.
+func appendMCP(out, mcp []orchestrator.OfferedTool, log *slog.Logger) []orchestrator.OfferedTool {
+	if len(mcp) == 0 {
+		return out
+	}
+	taken := make(map[string]bool, len(out)+len(mcp))
+	for _, t := range out {
+		taken[t.Name] = true
+	}
+	sorted := append([]orchestrator.OfferedTool(nil), mcp...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, t := range sorted {
+		if taken[t.Name] {
+			log.Warn("MCP tool left out: its name is taken", "tool", t.Name, "server", t.Server, "connection_id", t.ConnectionID)
+			continue
+		}
+		taken[t.Name] = true
+		out = append(out, t)
+	}
+	return out
+}
+
+// offeredMCP returns the run's offered MCP tool named name.
+func offeredMCP(run orchestrator.Run, name string) (orchestrator.OfferedTool, bool) {
+	for _, t := range run.OfferedTools {
+		if t.Name == name && t.ConnectionID != "" {
+			return t, true
+		}
+	}
+	return orchestrator.OfferedTool{}, false
+}
+
+// mcpUnavailable is the result of calling an offered MCP tool: this orchestrator has no MCP client
+// or adapter calls yet, so the call is answered with an error, never a made-up result.
+func mcpUnavailable(t orchestrator.OfferedTool) string {
+	return fmt.Sprintf("ERROR: %s is the %s tool of the %s connector (login %s); this orchestrator has no MCP client yet, so MCP and adapter tools cannot be called. Use another offered tool, or call report_issue if you need this one.",
+		t.Name, t.RemoteName, t.Server, t.ConnectionID)
+}
