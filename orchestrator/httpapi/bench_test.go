@@ -93,7 +93,7 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 	store := postgres.NewStore(pool)
 	reg := registry.New()
 	reg.MustRegister(registry.Tool{Name: "echo", Family: orchestrator.FamilyNotes, Description: "Echo.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		Schema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 		Handler: func(_ context.Context, c *registry.Call) (string, error) { return string(c.Args), nil }})
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil)) // production format and level, discarded
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Log: log}
