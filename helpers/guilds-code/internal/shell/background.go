@@ -246,7 +246,11 @@ func supervise(state string) int {
 	defer logFile.Close()
 	render := shape.NewRenderer(logFile)
 	c := &runs.Call{Req: envelope.Request{RunID: j.RunID, CallID: j.CallID}}
-	env := commandEnv(c, nil)
+	extra := map[string]string{}
+	if tok := repoToken(runDir, j.Dir); tok != "" {
+		extra["GH_TOKEN"] = tok
+	}
+	env := commandEnv(c, extra)
 	self, startTime := os.Getpid(), procStartTime(os.Getpid())
 	res, err := proc.Run(ctx, proc.Cmd{
 		Args:    []string{"bash", "-c", j.Command},

@@ -114,7 +114,11 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 	}
 	out := shape.NewOutput(c.Max)
 	render := shape.NewRenderer(io.MultiWriter(logFile, out))
-	env := commandEnv(c, map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile})
+	extra := map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile}
+	if tok := repoToken(c.RunDir, dir); tok != "" {
+		extra["GH_TOKEN"] = tok // for gh, the token of the repository holding the working directory
+	}
+	env := commandEnv(c, extra)
 	res, err := proc.Run(ctx, proc.Cmd{
 		Args:    []string{"bash", "-c", r.command},
 		Dir:     dir,
