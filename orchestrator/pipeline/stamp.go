@@ -36,8 +36,14 @@ func Stamp(raw string, o Options) string {
 	if limit <= 0 {
 		limit = DefaultCap
 	}
-	s = capBody(s, limit)
-	return s + Trailer(o.Remaining, s == "")
+	body, note := split(s, limit)
+	trailer := Trailer(o.Remaining, body == "" && note == "")
+	var b strings.Builder
+	b.Grow(len(body) + len(note) + len(trailer))
+	b.WriteString(body)
+	b.WriteString(note)
+	b.WriteString(trailer)
+	return b.String()
 }
 
 func applyFilter(f func(string) string, raw string) (out string) {
@@ -62,12 +68,18 @@ func clean(s string) string {
 
 // capBody cuts s to at most limit bytes on a rune boundary, ending with a note that says so.
 func capBody(s string, limit int) string {
+	body, note := split(s, limit)
+	return body + note
+}
+
+// split returns the part of s that fits limit bytes with the cut note, and that note ("" when s fits).
+func split(s string, limit int) (string, string) {
 	if len(s) <= limit {
-		return s
+		return s, ""
 	}
 	room := limit - len(cutNote(limit, limit, len(s)))
 	kept := shape.Prefix(s, room)
-	return kept + cutNote(len(kept), limit, len(s))
+	return kept, cutNote(len(kept), limit, len(s))
 }
 
 func cutNote(kept, limit, total int) string {
