@@ -144,6 +144,7 @@ func pagesServer(t testing.TB) *httptest.Server {
 
 // sandbox is one GUILDS_HOME and GUILDS_RUN_DIR, with its own daemon.
 type sandbox struct {
+	exe       string // the guilds-browser to run: the test binary's copy on PATH, or a built one
 	home, run string
 	env       []string
 	seq       int
@@ -152,7 +153,7 @@ type sandbox struct {
 // newSandbox makes the places for one sandbox; its daemon is stopped by PID at cleanup.
 func newSandbox(t testing.TB, cdpURL string, extra ...string) *sandbox {
 	dir := t.TempDir()
-	s := &sandbox{home: filepath.Join(dir, "home"), run: filepath.Join(dir, "run")}
+	s := &sandbox{exe: "guilds-browser", home: filepath.Join(dir, "home"), run: filepath.Join(dir, "run")}
 	for _, d := range []string{s.home, s.run} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -222,7 +223,7 @@ func (s *sandbox) call(t testing.TB, tool string, args any) envelope.Reply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("guilds-browser", req)
+	cmd := exec.Command(s.exe, req)
 	cmd.Env = s.env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
