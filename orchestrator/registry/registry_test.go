@@ -203,6 +203,7 @@ func TestSchemaDialects(t *testing.T) {
 		{"unknown meta-schema read as 2020-12", `{"$schema":"https://example.com/meta","type":"object","required":["q"]}`, `{}`, "argument q: required but missing"},
 		{"OpenAPI nullable ignored by validation", `{"type":"object","properties":{"a":{"type":"string","nullable":true}}}`, `{"a":"x"}`, ""},
 		{"unknown format ignored", `{"type":"object","properties":{"a":{"type":"string","format":"int64"}}}`, `{"a":"x"}`, ""},
+		{"remote schema without a type", `{"properties":{"n":{"type":"integer"}},"required":["n"]}`, `{}`, "argument n: required but missing"},
 		{"known format asserted", `{"type":"object","properties":{"a":{"type":"string","format":"uuid"}}}`, `{"a":"x"}`, "argument a: 'x' is not valid uuid"},
 	}
 	for _, tt := range tests {

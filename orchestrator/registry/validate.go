@@ -26,7 +26,8 @@ func (e *ArgsError) Error() string {
 
 // ValidateArgs checks args against schema (JSON Schema draft 2020-12 unless the schema names
 // another draft) and returns an *ArgsError listing every problem. A schema that does not compile is
-// a plain error. Empty args are taken as {}. Compiled schemas are cached by their text.
+// a plain error; one that leaves out its top-level "type" (some MCP servers do) is read as it is.
+// Empty args are taken as {}. Compiled schemas are cached by their text.
 func ValidateArgs(schema json.RawMessage, args json.RawMessage) error {
 	sch, err := cachedCompile(schema)
 	if err != nil {
@@ -53,7 +54,7 @@ func cachedCompile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	if ok {
 		return sch, nil
 	}
-	sch, err := compile(schema)
+	sch, err := compileSchema(schema, false)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +67,11 @@ func cachedCompile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-// compile checks that schema is a JSON Schema for an object and compiles it.
-func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
+// compile checks that schema is a JSON Schema for an object and compiles it. A native tool's schema
+// must say "type": "object"; a remote one (ValidateArgs) may leave the type out.
+func compile(schema json.RawMessage) (*jsonschema.Schema, error) { return compileSchema(schema, true) }
+
+func compileSchema(schema json.RawMessage, strict bool) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("schema is not valid JSON: %w", err)
@@ -76,7 +80,7 @@ func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema must be a JSON object with \"type\": \"object\", got %s", jsonKind(doc))
 	}
-	if t, _ := obj["type"].(string); t != "object" {
+	if t, present := obj["type"]; (strict || present) && t != "object" {
 		return nil, errors.New(`schema must declare "type": "object" at its top level`)
 	}
 	sch, err := compileDoc(doc)
