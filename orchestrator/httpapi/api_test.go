@@ -101,6 +101,7 @@ func TestScopes(t *testing.T) {
 		{"missing name", "POST", "/api/orgs", map[string]any{}, 422, "EINVALID", "1 to 200"},
 		{"agent without name", "POST", "/api/guilds/" + gid + "/agents", map[string]any{}, 422, "EINVALID", "name is required"},
 		{"unknown route", "GET", "/api/nothing/here", nil, 404, "ENOTFOUND", "no route"},
+		{"wrong method", "DELETE", "/api/orgs", nil, 405, "EMETHOD", "method DELETE is not allowed on /api/orgs"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
