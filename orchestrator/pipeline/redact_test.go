@@ -189,3 +189,28 @@ func base64Leak(out, secret string) string {
 	}
 	return ""
 }
+
+// TestRedactorCacheConcurrent builds Redactors for overlapping value sets from many goroutines
+// (the cache behind NewRedactor and With); run it with -race.
+func TestRedactorCacheConcurrent(t *testing.T) {
+	secrets := manySecrets(100)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				vals := secrets[(g+i)%50 : (g+i)%50+20]
+				r := NewRedactor(vals).With(secrets[99-i%30])
+				if r.Len() != 21 || r.Redact(vals[3]) != Marker {
+					t.Errorf("Redactor for %d values: Len %d", len(vals)+1, r.Len())
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if a, b := NewRedactor(secrets[:5]), NewRedactor(secrets[:5]); a != b {
+		t.Error("the same values built twice in a row did not come from the cache")
+	}
+}
