@@ -3,6 +3,7 @@
 package shell
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -113,7 +114,8 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 		return envelope.Errorf(nil, "shell: create log: %v", err)
 	}
 	out := shape.NewOutput(c.Max)
-	render := shape.NewRenderer(io.MultiWriter(logFile, out))
+	logBuf := bufio.NewWriterSize(logFile, 64<<10)
+	render := shape.NewRenderer(io.MultiWriter(logBuf, out))
 	extra := map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile}
 	if tok := repoToken(c.RunDir, dir); tok != "" {
 		extra["GH_TOKEN"] = tok // for gh, the token of the repository holding the working directory
@@ -127,6 +129,9 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 		Timeout: r.timeout,
 	})
 	rerr := render.Close()
+	if ferr := logBuf.Flush(); rerr == nil {
+		rerr = ferr
+	}
 	if cerr := logFile.Close(); rerr == nil {
 		rerr = cerr
 	}
