@@ -43,6 +43,16 @@ func leaksOutsideMarkers(out, needle string) bool {
 	}
 }
 
+// uriComponent is JavaScript's encodeURIComponent, derived from url.QueryEscape: the bytes it
+// leaves alone that QueryEscape escapes are put back, and a space is %20.
+func uriComponent(s string) string {
+	out := strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+	for _, c := range "!~*'()" {
+		out = strings.ReplaceAll(out, url.QueryEscape(string(c)), string(c))
+	}
+	return out
+}
+
 func FuzzRedact(f *testing.F) {
 	f.Add("log line", "sk-live-1234", "1234-more", 1)
 	f.Add("é日本", "ключ", "ключ-секрет", 2)
@@ -59,7 +69,7 @@ func FuzzRedact(f *testing.F) {
 			in.WriteString(text + s + text)
 			in.WriteString(" " + base64.StdEncoding.EncodeToString([]byte(pad+s+text)) + " ")
 			in.WriteString(" " + base64.RawURLEncoding.EncodeToString([]byte(text+pad+s)) + " ")
-			in.WriteString("?q=" + url.QueryEscape(s) + "&p=/" + url.PathEscape(s) + " ")
+			in.WriteString("?q=" + url.QueryEscape(s) + "&p=/" + url.PathEscape(s) + "&j=" + uriComponent(s) + " ")
 			in.WriteString(`{"v":"` + goJSON(s, true) + `","w":"` + pyJSON(s) + `"} `)
 		}
 		red := NewRedactor([]string{s1, s2})
@@ -71,7 +81,7 @@ func FuzzRedact(f *testing.F) {
 			if len(s) < MinSecretLen {
 				continue
 			}
-			forms := []string{s, url.QueryEscape(s), url.PathEscape(s), goJSON(s, true), goJSON(s, false), pyJSON(s),
+			forms := []string{s, url.QueryEscape(s), url.PathEscape(s), uriComponent(s), strings.ReplaceAll(url.QueryEscape(s), "+", "%20"), goJSON(s, true), goJSON(s, false), pyJSON(s),
 				base64.StdEncoding.EncodeToString([]byte(s)), base64.URLEncoding.EncodeToString([]byte(s))}
 			for _, form := range forms {
 				if leaksOutsideMarkers(out, form) {

@@ -25,8 +25,8 @@ const MinSecretLen = 4
 // Redactor replaces registered secret values, and their common encodings, with Marker in one
 // left-to-right pass, longest match first. Encodings covered: whole standard and URL-safe base64
 // encodings (padded or not); in both alphabets, the characters that depend only on the value's
-// bytes at each of the three byte offsets it can take inside a longer encoded stream; URL query and
-// path escaping; JSON string escaping (Go's, with and without HTML escaping, and the \uXXXX
+// bytes at each of the three byte offsets it can take inside a longer encoded stream; URL escaping
+// (Go's query and path forms, Python's quote, JavaScript's encodeURIComponent); JSON string escaping (Go's, with and without HTML escaping, and the \uXXXX
 // ASCII-only form). Overlapping matches merge into one marker. A Redactor is immutable and safe for
 // concurrent use; a nil *Redactor redacts nothing.
 type Redactor struct {
@@ -318,7 +318,8 @@ func (r *Redactor) find(s string, from int) (int, int) {
 
 // Encodings returns the forms of v a Redactor looks for: v itself, its whole base64 encodings
 // (standard and URL-safe, padded and raw), its base64 cores (both alphabets, at byte offsets 0, 1
-// and 2 of a longer stream), URL query and path escaping, and JSON escaping (with and without HTML
+// and 2 of a longer stream), URL escaping (Go's query and path escaping, Python's quote, and
+// JavaScript's encodeURIComponent, all with upper-case hex), and JSON escaping (with and without HTML
 // escaping, and with every non-ASCII rune as \uXXXX). Forms equal to v or to each other appear once.
 func Encodings(v string) []string {
 	out := make([]string, 0, 16)
@@ -350,10 +351,28 @@ func Encodings(v string) []string {
 	}
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
+	add(percentEscape(v, "-_.~"))      // RFC 3986 unreserved only, space as %20 (Python quote(safe=""))
+	add(percentEscape(v, "-_.~/"))     // Python's urllib.parse.quote default
+	add(percentEscape(v, "-_.!~*'()")) // JavaScript's encodeURIComponent
 	add(jsonEscape(v, true, false))
 	add(jsonEscape(v, false, false))
 	add(jsonEscape(v, false, true))
 	return out
+}
+
+// percentEscape escapes every byte of v but ASCII letters, digits and the bytes in keep as %XX.
+func percentEscape(v, keep string) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(v)*3)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(keep, c) >= 0 {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	return string(b)
 }
 
 // jsonEscape is v as written inside a JSON string literal, without the quotes: Go's encoding/json
