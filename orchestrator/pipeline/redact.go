@@ -26,9 +26,10 @@ const MinSecretLen = 4
 // left-to-right pass, longest match first. Encodings covered: whole standard and URL-safe base64
 // encodings (padded or not); in both alphabets, the characters that depend only on the value's
 // bytes at each of the three byte offsets it can take inside a longer encoded stream; URL escaping
-// (Go's query and path forms, Python's quote, JavaScript's encodeURIComponent); JSON string escaping (Go's, with and without HTML escaping, and the \uXXXX
-// ASCII-only form). Overlapping matches merge into one marker. A Redactor is immutable and safe for
-// concurrent use; a nil *Redactor redacts nothing.
+// (Go's query and path forms, Python's quote, JavaScript's encodeURIComponent); JSON string
+// escaping (Go's, with and without HTML escaping, and the \uXXXX ASCII-only form). Overlapping
+// matches merge into one marker. A Redactor is immutable and safe for concurrent use; a nil
+// *Redactor redacts nothing.
 type Redactor struct {
 	values []string
 	pats   []string // sorted by first 4 bytes, then longest first
