@@ -37,28 +37,6 @@ func Suffix(s string, n int) string {
 	return s[i:]
 }
 
-// Elide keeps the first head and last tail bytes of s (on rune boundaries) around the line
-// marker(elided) returns, where elided is the count of bytes left out. s is returned whole
-// when it fits in head+tail bytes.
-func Elide(s string, head, tail int, marker func(elided int) string) string {
-	if len(s) <= head+tail {
-		return s
-	}
-	h := Prefix(s, head)
-	t := Suffix(s[len(h):], tail)
-	elided := len(s) - len(h) - len(t)
-	var b strings.Builder
-	b.Grow(len(h) + len(t) + 80)
-	b.WriteString(h)
-	if h != "" && !strings.HasSuffix(h, "\n") {
-		b.WriteByte('\n')
-	}
-	b.WriteString(marker(elided))
-	b.WriteByte('\n')
-	b.WriteString(t)
-	return b.String()
-}
-
 // ClipLine shortens a line longer than max characters, saying how many characters were cut.
 func ClipLine(line string, max int) string {
 	n := utf8.RuneCountInString(line)
