@@ -2,8 +2,11 @@ package files
 
 import "strings"
 
-// maxEditDistance bounds the diff work; past it the changed middle is counted whole.
-const maxEditDistance = 4000
+// Bounds on the diff work; past them the changed middle is counted whole.
+const (
+	maxEditDistance = 4000
+	diffBudget      = 50_000_000
+)
 
 // lineChanges counts the lines added and removed going from old to new, as a line diff would
 // (git's numstat): common leading and trailing lines are skipped and the middle is diffed with
@@ -37,7 +40,9 @@ func lineChanges(old, new string) (added, removed int) {
 	for i, s := range b {
 		y1[i] = id(s)
 	}
-	limit := min(n+m, maxEditDistance)
+	// Myers costs about (n+m)·d; bound d so a huge rewrite stays fast, and past the bound
+	// count the changed middle whole.
+	limit := min(n+m, maxEditDistance, max(diffBudget/(n+m), 1))
 	off := limit + 1
 	v := make([]int, 2*limit+3)
 	for d := 0; d <= limit; d++ {

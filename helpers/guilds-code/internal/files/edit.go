@@ -107,6 +107,9 @@ func toCRLF(s string) string {
 
 // matchLines returns the line number of each occurrence of sub in s.
 func matchLines(s, sub string) []int {
+	if sub == "" {
+		return nil
+	}
 	var lines []int
 	line, pos := 1, 0
 	for {
