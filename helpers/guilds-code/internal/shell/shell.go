@@ -104,7 +104,10 @@ func startDir(c *runs.Call) (string, string) {
 func runForeground(ctx context.Context, c *runs.Call, r request, dir, note string) envelope.Reply {
 	bashEnv, err := bashEnvFile(c.RunDir)
 	if err != nil {
-		return envelope.Errorf(nil, "shell: %v", err)
+		// GUILDS_RUN_DIR is not writable here: keep the script in the run folder instead.
+		if bashEnv, err = bashEnvFile(c.Dir()); err != nil {
+			return envelope.Errorf(nil, "shell: %v", err)
+		}
 	}
 	cwdFile := filepath.Join(c.Dir(), "."+c.Req.CallID+".cwd")
 	defer os.Remove(cwdFile)

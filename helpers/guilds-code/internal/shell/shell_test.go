@@ -371,3 +371,15 @@ func TestUserBashEnvStillSourced(t *testing.T) {
 		t.Fatalf("text %q", r.Text)
 	}
 }
+
+func TestUnwritableRunDirStillTracksCwd(t *testing.T) {
+	e := newEnv(t)
+	e.runDir = filepath.Join(e.home, "not-a-dir")
+	if err := os.WriteFile(e.runDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.call("shell", `{"command":"mkdir -p q && cd q && echo ok"}`)
+	if r.Failed() || r.Text != "ok\n" || r.Meta["cwd"] != filepath.Join(e.home, "q") {
+		t.Fatalf("reply %+v", r)
+	}
+}
