@@ -109,6 +109,14 @@ func (r *Renderer) put(c rune) {
 // render consumes raw; at the end it keeps an unfinished sequence in pending unless final.
 func (r *Renderer) render(raw []byte, final bool) {
 	for i := 0; i < len(raw); {
+		if r.col == 0 && len(r.line) == 0 {
+			// Fast path: a whole clean line is copied as it is.
+			if n := plainLine(raw[i:]); n > 0 {
+				r.out = append(r.out, raw[i:i+n]...)
+				i += n
+				continue
+			}
+		}
 		c := raw[i]
 		switch {
 		case c == 0x1b:
@@ -153,6 +161,25 @@ func (r *Renderer) render(raw []byte, final bool) {
 		}
 		i++
 	}
+}
+
+// plainLine returns the length of the line at the start of b, its newline included, when it
+// needs no rendering: valid UTF-8 without control characters other than tab. Otherwise 0.
+func plainLine(b []byte) int {
+	for j, c := range b {
+		switch {
+		case c == '\n':
+			if utf8.Valid(b[:j]) {
+				return j + 1
+			}
+			return 0
+		case c < 0x20 && c != '\t', c == 0x7f:
+			return 0
+		case c == 0xc2 && j+1 < len(b) && b[j+1] >= 0x80 && b[j+1] < 0xa0:
+			return 0 // a C1 control character
+		}
+	}
+	return 0
 }
 
 // escape interprets the escape sequence at raw[i] (ESC): it returns the index just past it and
