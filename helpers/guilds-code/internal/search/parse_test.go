@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -243,5 +244,34 @@ func TestCleanEngineText(t *testing.T) {
 	}
 	if got := cleanSyntaxText("Warning: x\nHelp: see ast-grep\nSee also: https://ast-grep.github.io\n"); got != "Warning: x" {
 		t.Errorf("cleanSyntaxText = %q", got)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	mk := func(lines ...int) map[string]*fileShow {
+		kept := map[string]*fileShow{}
+		for i, n := range lines {
+			p := fmt.Sprintf("f%02d", i)
+			kept[p] = &fileShow{raw: p, lines: make([]shownLine, n)}
+		}
+		return kept
+	}
+	tests := []struct {
+		lines []int
+		limit int
+		bound string
+		left  int
+	}{
+		{[]int{3, 3, 3}, 10, "", 3},          // not filled: keep all, no bound
+		{[]int{3, 3, 3, 3, 3}, 10, "f03", 4}, // f00..f03 fill 12 ≥ 10
+		{[]int{10, 1, 1}, 10, "f00", 1},      // the first file alone fills it
+		{[]int{0, 0, 0, 0}, 2, "f01", 2},     // a binary file (no lines) still takes one
+		{[]int{40, 40, 40, 40, 40}, 40, "f00", 1},
+	}
+	for _, tt := range tests {
+		kept := mk(tt.lines...)
+		if bound := prune(kept, tt.limit); bound != tt.bound || len(kept) != tt.left {
+			t.Errorf("prune(%v, %d) = %q leaving %d; want %q leaving %d", tt.lines, tt.limit, bound, len(kept), tt.bound, tt.left)
+		}
 	}
 }

@@ -158,3 +158,34 @@ func TestDisplay(t *testing.T) {
 		}
 	}
 }
+
+// TestContentManyFiles: with far more matching files than content mode shows, the first files
+// by path fill the lines (whatever order the engine finds them in) and the totals count all.
+func TestContentManyFiles(t *testing.T) {
+	c := newCall(t)
+	for i := range 300 {
+		dir := filepath.Join(c.Home, fmt.Sprintf("d%d", i%7))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf("one needle\nnothing\ntwo needle %d\n", i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Text(context.Background(), c, TextArgs{Pattern: "needle", Mode: "content"}, time.Minute)
+	if r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	var want []string
+	for i := 0; len(want) < ContentLineCap; i += 7 { // d0 holds f000, f007, f014, …
+		want = append(want, fmt.Sprintf("d0/f%03d.txt:1: one needle", i), fmt.Sprintf("d0/f%03d.txt:3: two needle %d", i, i))
+	}
+	want = append(want, "600 matches in 300 files; showing 40 matches from 20 files (files by path, at most 10 matches per file, 40 lines); narrow with path or glob to see the rest")
+	if got := strings.Split(strings.TrimSuffix(r.Text, "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if r.Meta["matches"] != 600 || r.Meta["files"] != 300 {
+		t.Errorf("meta %v", r.Meta)
+	}
+}

@@ -2,7 +2,10 @@ package search
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 )
@@ -10,8 +13,67 @@ import (
 // symbolsCap is symbols mode's cap: at most 20 groups.
 const symbolsCap = 20
 
-// symbols answers code_search mode symbols. The symbol graph answers it once it is wired in
-// here; until then the mode says it is not available and points at the modes that are.
+// maxSymbolHits bounds the matching lines symbols mode reads before grouping them.
+const maxSymbolHits = 2000
+
+// symbols answers code_search mode symbols: the engine finds the matching lines, and the symbol
+// graph groups them under their enclosing function or class (graph.GroupHits).
 func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.Reply {
-	return envelope.Errorf(nil, "code_search mode symbols is not available yet in this sandbox; use mode files or content to search the text")
+	pl, err := resolvePlace(c, a.Path)
+	if err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	bin, err := textEngine.locate()
+	if err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, DefaultBudget)
+	defer cancel()
+	t := &textSearch{a: a, mode: "symbols", pl: pl, bin: bin, limit: limit, budget: DefaultBudget}
+	if err := t.count(tctx); err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	var hits []graph.Hit
+	if len(t.counts) > 0 {
+		glob, _ := parseGlob(a.Glob)
+		args := append(t.args("--json"), glob.engineArgs...)
+		args = append(args, "--regexp", a.Pattern, "--")
+		for _, fc := range t.counts {
+			args = append(args, fc.raw)
+		}
+		var cur string
+		o, err := stream(tctx, pl.dir, bin, args, func(line []byte) bool {
+			m, err := parseRGMessage(line)
+			if err != nil {
+				return true
+			}
+			switch m.Type {
+			case "begin":
+				cur = m.Path
+				if !filepath.IsAbs(cur) {
+					cur = filepath.Join(pl.dir, cur)
+				}
+			case "match":
+				hits = append(hits, graph.Hit{Path: cur, Line: m.Line, Text: showLine(m.Text)})
+			}
+			return len(hits) < maxSymbolHits
+		})
+		if err != nil {
+			return envelope.Errorf(nil, "%v", err)
+		}
+		t.timedOut = t.timedOut || o.timedOut
+	}
+	text, meta, err := graph.GroupHits(ctx, c, a.Path, hits, limit)
+	if err != nil {
+		return envelope.Errorf(meta, "mode symbols groups hits with the symbol graph of a repository under repos/: %v; modes files and content search any folder", err)
+	}
+	meta["matches"] = t.matches
+	meta["files"] = len(t.counts)
+	if len(hits) < t.matches {
+		text += fmt.Sprintf("grouped the first %d of %s\n", len(hits), plural(t.matches, "match", "matches"))
+	}
+	if t.timedOut {
+		text += fmt.Sprintf("the text search stopped after %s; results are partial: narrow path or glob\n", DefaultBudget)
+	}
+	return envelope.Reply{Text: text, Meta: meta}
 }

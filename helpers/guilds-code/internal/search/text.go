@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -96,11 +97,11 @@ func Text(ctx context.Context, c *runs.Call, a TextArgs, budget time.Duration) e
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	t := &textSearch{a: a, mode: mode, pl: pl, bin: bin, limit: limit, budget: budget}
-	if err := t.count(ctx); err != nil {
-		return envelope.Errorf(nil, "%v", err)
-	}
 	var lines []string
 	if mode == "files" {
+		if err := t.count(ctx); err != nil {
+			return envelope.Errorf(nil, "%v", err)
+		}
 		lines = t.fileLines()
 	} else if lines, err = t.content(ctx); err != nil {
 		return envelope.Errorf(nil, "%v", err)
@@ -117,8 +118,9 @@ type textSearch struct {
 	limit  int
 	budget time.Duration
 
-	counts   []fileCount // every matching file and its matching lines, as the engine reported them
+	counts   []fileCount // files mode: every matching file and its matching lines
 	matches  int         // total matching lines
+	files    int         // total matching files
 	shown    int         // matches shown (content mode)
 	inFiles  int         // files shown
 	timedOut bool
@@ -164,6 +166,7 @@ func (t *textSearch) count(ctx context.Context) error {
 		}
 		t.counts = append(t.counts, fileCount{raw: p, n: n})
 		t.matches += n
+		t.files++
 		return true
 	})
 	if err != nil {
@@ -241,81 +244,79 @@ type shownLine struct {
 }
 
 // content shows matching lines of the first files by path, at most PerFileCap matches of each,
-// with context, until the line cap is met. Only the files that can fill the cap are searched
-// again, and the engine is stopped as soon as the cap is met.
+// with context, until the line cap is met, in one pass of the engine that also yields the true
+// totals. Each file's output arrives whole; only the lines of the files that can still be among
+// the first by path are decoded and kept, so memory stays bounded on any tree.
 func (t *textSearch) content(ctx context.Context) ([]string, error) {
-	slices.SortFunc(t.counts, func(x, y fileCount) int { return cmp.Compare(x.raw, y.raw) })
-	var files []*fileShow
-	byPath := map[string]*fileShow{}
-	need := 0
-	for _, fc := range t.counts {
-		if need >= t.limit {
-			break
-		}
-		need += min(fc.n, PerFileCap)
-		f := &fileShow{raw: fc.raw}
-		files = append(files, f)
-		byPath[fc.raw] = f
+	glob, err := parseGlob(t.a.Glob)
+	if err != nil {
+		return nil, err
 	}
-	if len(files) == 0 || ctx.Err() != nil {
-		return nil, nil
-	}
-	args := t.args("--json", "--max-count", fmt.Sprint(PerFileCap), "--threads", "1")
+	args := append(t.args("--json"), glob.engineArgs...)
 	if t.a.Context > 0 {
 		args = append(args, "--context", fmt.Sprint(t.a.Context))
 	}
-	args = append(args, "--regexp", t.a.Pattern, "--")
-	for _, f := range files {
-		args = append(args, f.raw)
-	}
-	total := 0
-	var cur *fileShow
+	args = append(args, "--regexp", t.a.Pattern, "--", t.pl.target)
+	var (
+		kept    = map[string]*fileShow{}
+		cur     *fileShow // the file being read, when its lines are kept
+		counted = true    // the file being read passes the glob
+		bound   string    // when set, a file whose path sorts after it cannot be shown
+	)
+	matchPrefix, contextPrefix := []byte(`{"type":"match"`), []byte(`{"type":"context"`)
 	o, err := stream(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
+		if bytes.HasPrefix(line, matchPrefix) || bytes.HasPrefix(line, contextPrefix) {
+			if cur != nil && !cur.done {
+				if m, err := parseRGMessage(line); err == nil {
+					t.keepLine(cur, m)
+				}
+			}
+			return true
+		}
 		m, err := parseRGMessage(line)
 		if err != nil {
 			return true
 		}
 		switch m.Type {
-		case "begin", "end":
-			cur = byPath[m.Path]
-			if cur != nil && m.Binary {
-				cur.binary = true
+		case "begin":
+			cur, counted = nil, true
+			if glob.path != nil {
+				rel, err := filepath.Rel(t.pl.target, m.Path)
+				counted = err == nil && glob.keep(filepath.ToSlash(rel))
 			}
-		case "match", "context":
-			if cur == nil || cur.done {
-				return true
+			if counted && (bound == "" || m.Path < bound) {
+				cur = &fileShow{raw: m.Path}
 			}
-			if m.Type == "match" && cur.shown == PerFileCap || m.Type == "context" && cur.shown == PerFileCap && m.Line > cur.last+t.a.Context {
-				cur.done = true
-				return true
+		case "end":
+			if counted && m.Lines > 0 {
+				t.matches += m.Lines
+				t.files++
+				if cur != nil {
+					cur.binary = m.Binary
+					kept[cur.raw] = cur
+					if len(kept) > 2*t.limit {
+						bound = prune(kept, t.limit)
+					}
+				}
 			}
-			sep := "-"
-			if m.Type == "match" {
-				sep = ":"
-				cur.shown++
-				cur.last = m.Line
-			}
-			cur.lines = append(cur.lines, shownLine{
-				text:  strings.TrimSuffix(fmt.Sprintf("%s%s%d%s %s", t.pl.display(cur.raw), sep, m.Line, sep, showLine(m.Text)), " "),
-				match: m.Type == "match",
-			})
-			total++
+			cur = nil
 		}
-		return total < t.limit
+		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.timedOut = t.timedOut || o.timedOut
-	if err := engineFailure(o, total > 0); err != nil {
+	t.timedOut = o.timedOut
+	if err := engineFailure(o, t.files > 0); err != nil {
 		return nil, err
 	}
+	files := sortedShows(kept)
 	var lines []string
 	for _, f := range files {
 		if len(lines) >= t.limit {
 			break
 		}
-		if f.binary && len(f.lines) > 0 {
+		if f.binary {
 			f.lines = []shownLine{{text: t.pl.display(f.raw) + ": binary file matches (not shown)"}}
 		}
 		keep := f.lines[:min(len(f.lines), t.limit-len(lines))]
@@ -332,6 +333,55 @@ func (t *textSearch) content(ctx context.Context) ([]string, error) {
 	return lines, nil
 }
 
+// keepLine adds a match or context line to a file's shown lines, at most PerFileCap matches
+// (with the context that follows the last of them) and never more lines than the cap.
+func (t *textSearch) keepLine(f *fileShow, m rgMsg) {
+	isMatch := m.Type == "match"
+	if f.shown == PerFileCap && (isMatch || m.Line > f.last+t.a.Context) || len(f.lines) >= t.limit {
+		f.done = true
+		return
+	}
+	sep := "-"
+	if isMatch {
+		sep = ":"
+		f.shown++
+		f.last = m.Line
+	}
+	f.lines = append(f.lines, shownLine{
+		text:  strings.TrimSuffix(fmt.Sprintf("%s%s%d%s %s", t.pl.display(f.raw), sep, m.Line, sep, showLine(m.Text)), " "),
+		match: isMatch,
+	})
+}
+
+// sortedShows lists the kept files by path.
+func sortedShows(kept map[string]*fileShow) []*fileShow {
+	files := make([]*fileShow, 0, len(kept))
+	for _, f := range kept {
+		files = append(files, f)
+	}
+	slices.SortFunc(files, func(x, y *fileShow) int { return cmp.Compare(x.raw, y.raw) })
+	return files
+}
+
+// prune drops the kept files that come after the first ones by path whose lines fill the cap,
+// and returns the last path kept then, after which no file can be shown ("" while the cap is
+// not filled).
+func prune(kept map[string]*fileShow, limit int) string {
+	n, bound := 0, ""
+	for _, f := range sortedShows(kept) {
+		if n >= limit {
+			delete(kept, f.raw)
+			continue
+		}
+		n += max(len(f.lines), 1)
+		bound = f.raw
+	}
+	if n < limit {
+		return ""
+	}
+	return bound
+}
+
 // showLine makes a file's line safe and short enough to show.
 func showLine(s string) string {
 	if strings.ContainsRune(s, 0) {
@@ -342,21 +392,21 @@ func showLine(s string) string {
 
 // reply shapes the shown lines and the totals into the result.
 func (t *textSearch) reply(max int, lines []string) envelope.Reply {
-	meta := map[string]any{"matches": t.matches, "files": len(t.counts)}
+	meta := map[string]any{"matches": t.matches, "files": t.files}
 	var tail []string
 	total := ""
 	switch {
-	case len(t.counts) == 0 && t.timedOut:
+	case t.files == 0 && t.timedOut:
 		tail = append(tail, "no matches found before the search stopped")
-	case len(t.counts) == 0:
+	case t.files == 0:
 		tail = append(tail, fmt.Sprintf("no matches in %s (files ignored by .gitignore and hidden folders are not searched)", t.where()))
 	default:
-		total = fmt.Sprintf("%s in %s", plural(t.matches, "match", "matches"), plural(len(t.counts), "file", "files"))
+		total = fmt.Sprintf("%s in %s", plural(t.matches, "match", "matches"), plural(t.files, "file", "files"))
 		if t.timedOut {
 			total = "at least " + total
 		}
 		line := total
-		if left := len(t.counts) - t.inFiles; t.mode == "files" {
+		if left := t.files - t.inFiles; t.mode == "files" {
 			if left > 0 {
 				line += fmt.Sprintf("; %s not shown (narrow with path or glob)", plural(left, "more file", "more files"))
 			}
