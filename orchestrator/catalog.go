@@ -143,6 +143,7 @@ type ListedTool struct {
 	Description   string          `json:"description"`
 	InputSchema   json.RawMessage `json:"input_schema"`
 	OfferedSchema json.RawMessage `json:"-"`
+	DefaultOff    bool            `json:"-"` // written Off at the connection owner on first appearance
 }
 
 // Binding is one row: at this scope, this catalog item is on or off (and for mcp, through which login).
@@ -196,4 +197,54 @@ func (c Chain) Contains(scope, id string) bool {
 // NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, dots as _.
 func NamespacedTool(slug, remoteName string) string {
 	return slug + "_" + strings.ReplaceAll(remoteName, ".", "_")
+}
+
+// ServerPatch is an instance admin's edit of a server's operator-facing copy: nil fields stay.
+type ServerPatch struct {
+	Description *string `json:"description"`
+	Limitations *string `json:"limitations"`
+	SetupHint   *string `json:"setup_hint"`
+	Published   *bool   `json:"published"`
+}
+
+// ConnectWrite is what a successful token Connect stores, in one transaction: the connection
+// (created, or a pending or disconnected one retried), its sealed credentials, its listed tools, the
+// default-off overlays of new tools at the owner scope, and the enabled binding at the owner scope.
+type ConnectWrite struct {
+	Server      MCPServer
+	Owner       Chain
+	NewID       string                           // the id a new connection gets
+	AccountHint string                           // shown in place of the credentials
+	Settings    json.RawMessage                  // non-secret settings (pinned coins)
+	Seal        func(connectionID string) []byte // seals the credentials, bound to the row's id
+	Verified    bool                             // a live check accepted the credentials
+	Tools       []ListedTool                     // the tools the connection lists
+	Now         time.Time
+}
+
+// Resolution is everything the walk needs for one chain, read in one round trip: the binding rows
+// at its scopes and the connections those rows name, with their listed tools.
+type Resolution struct {
+	Rows        []Binding
+	Connections map[string]ResolvedConnection
+}
+
+// ResolvedConnection is a connection named by a binding of the chain, with its server and tools.
+type ResolvedConnection struct {
+	Connection
+	ServerName      string
+	ServerKind      string
+	ServerPublished bool
+	Tools           []ListedTool
+}
+
+// Normalized returns the patch with copy fields trimmed of surrounding space.
+func (p ServerPatch) Normalized() *ServerPatch {
+	for _, f := range []**string{&p.Description, &p.Limitations, &p.SetupHint} {
+		if *f != nil {
+			v := strings.TrimSpace(**f)
+			*f = &v
+		}
+	}
+	return &p
 }

@@ -130,8 +130,10 @@ func newEnv(t *testing.T, getenv func(string) string) *env {
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
-	svc := &runs.Service{Scopes: store, Runs: store, Registry: testTools(t, e.order), Offer: runs.DefaultOffer{Getenv: getenv}, Log: log}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Getenv: getenv, Log: log})
+	reg := testTools(t, e.order)
+	cat, policy := catalogFor(t, store, reg, getenv, log)
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, Log: log}
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, AdminToken: token, Getenv: getenv, Log: log})
 	return e
 }
 

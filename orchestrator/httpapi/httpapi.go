@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
@@ -29,6 +30,7 @@ var openapiDoc []byte
 type Server struct {
 	Scopes     orchestrator.ScopeStore
 	Runs       *runs.Service
+	Bindings   *bindings.Service   // catalog, connections, bindings and access views
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Log        *slog.Logger
@@ -85,6 +87,7 @@ func New(s *Server) *fiber.App {
 	api.Post("/runs/:id/close", s.closeRun)
 	api.Post("/runs/:id/calls", s.call)
 	api.Get("/runs/:id/calls", s.listCalls)
+	s.catalogRoutes(api)
 	return app
 }
 

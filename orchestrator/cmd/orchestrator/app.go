@@ -192,13 +192,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	log.Info("migrations applied", "applied", applied)
 
 	store := postgres.NewStore(pool)
+	cat, policy, err := catalogService(ctx, cfg, store, reg, log)
+	if err != nil {
+		return err
+	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
-		Offer:   runs.DefaultOffer{Getenv: cfg.Getenv},
+		Offer:   policy,
 		Secrets: orchestrator.NoRunSecrets{},
 		Log:     log,
 	}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()

@@ -1,0 +1,118 @@
+package bindings
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+)
+
+// Policy is the run offer: the resolution walk over the agent's chain, then the rules that hold
+// whatever the bindings say (config flags, run kinds, integrations). It implements
+// runs.MCPOfferPolicy, reading everything it needs in one database round trip.
+type Policy struct {
+	Store Store
+	Rules runs.DefaultOffer // the config-flag, run-kind and integration rules
+	Log   *slog.Logger
+}
+
+var _ runs.MCPOfferPolicy = (*Policy)(nil)
+
+func (p *Policy) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// AgentChain is the chain an agent's runs resolve over.
+func AgentChain(a orchestrator.Agent) orchestrator.Chain {
+	return orchestrator.Chain{Scope: orchestrator.ScopeAgent, OrgID: a.OrgID, GuildID: a.GuildID, AgentID: a.ID}
+}
+
+// Offer returns the native tools the run offers.
+func (p *Policy) Offer(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, error) {
+	native, _, err := p.OfferWithMCP(ctx, in, tools)
+	return native, err
+}
+
+// OfferWithMCP returns the native tools and the MCP tools the run offers.
+func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
+	res, err := p.Store.Resolution(ctx, AgentChain(in.Agent))
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
+	}
+	ix := newIndex(res.Rows)
+	var native []registry.Tool
+	for _, t := range tools {
+		if t.Family == orchestrator.FamilyAlways {
+			continue // offered by runs whatever the policy says
+		}
+		if catalog.IsBindingFamily(t.Family) && !ix.walk(orchestrator.CatalogNativeTool, t.Name).Enabled {
+			continue
+		}
+		if p.Rules.Why(in, t) != "" {
+			continue
+		}
+		native = append(native, t)
+	}
+	mcp, err := p.mcpOffer(ix, res, in.Agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	return native, mcp, nil
+}
+
+// mcpOffer walks every server with a binding row in the chain: an enabled server through a pending
+// login offers nothing yet; through a disconnected login it stops the generation (the error names
+// each such server); through a connected login it offers the stored listed tools its overlays leave on.
+func (p *Policy) mcpOffer(ix index, res orchestrator.Resolution, agent orchestrator.Agent) ([]orchestrator.OfferedTool, error) {
+	var slugs []string
+	for k := range ix {
+		if k.kind == orchestrator.CatalogMCP {
+			slugs = append(slugs, k.id)
+		}
+	}
+	sort.Strings(slugs)
+	var out []orchestrator.OfferedTool
+	var disconnected []string
+	for _, slug := range slugs {
+		st := ix.walk(orchestrator.CatalogMCP, slug)
+		if !st.Enabled {
+			continue
+		}
+		if st.ConnectionID == "" {
+			p.log().Warn("MCP server enabled without a login in the chain; offering none of its tools", "agent_id", agent.ID, "server", slug, "decided_by", st.DecidedBy)
+			continue
+		}
+		conn, ok := res.Connections[st.ConnectionID]
+		if !ok || conn.Server != slug || conn.ServerKind == orchestrator.ServerGitHub || !conn.ServerPublished {
+			continue // GitHub is left out of the resolution; an unpublished server offers nothing
+		}
+		switch conn.Status {
+		case orchestrator.ConnPending:
+			continue // start the run without its tools
+		case orchestrator.ConnDisconnected:
+			disconnected = append(disconnected, fmt.Sprintf("%s (login %s, owned by %s %s)", conn.ServerName, conn.ID, conn.Scope, conn.ScopeID))
+			continue
+		}
+		for _, t := range conn.Tools {
+			if !WalkTool(st, ix[key{orchestrator.CatalogMCPTool, t.Name}]).Enabled {
+				continue
+			}
+			out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.OfferedSchema,
+				Server: slug, ConnectionID: conn.ID, RemoteName: t.RemoteName})
+		}
+	}
+	if len(disconnected) > 0 {
+		return nil, orchestrator.Errorf(orchestrator.ECONFLICT, "cannot start the generation: MCP server %s is enabled for agent %s but its login is disconnected; connect it again (POST /api/mcp/connections) or turn the server off for this agent (PUT /api/bindings with enabled false)",
+			strings.Join(disconnected, ", "), agent.ID)
+	}
+	return out, nil
+}

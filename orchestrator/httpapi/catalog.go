@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
+)
+
+// catalogRoutes registers the catalog, connection, binding and access routes, and the run
+// generation route whose offer refresh they drive.
+func (s *Server) catalogRoutes(api fiber.Router) {
+	api.Get("/mcp/servers", s.listServers)
+	api.Get("/admin/mcp/servers", s.adminListServers)
+	api.Patch("/admin/mcp/servers/:slug", s.patchServer)
+	api.Post("/mcp/connections", s.connect)
+	api.Get("/mcp/connections", s.listConnections)
+	api.Get("/mcp/connections/:id", s.getConnection)
+	api.Delete("/mcp/connections/:id", s.deleteConnection)
+	api.Get("/mcp/connections/:id/tools", s.connectionTools)
+	api.Put("/bindings", s.putBinding)
+	api.Delete("/bindings", s.deleteBinding)
+	api.Get("/bindings", s.listBindings)
+	api.Get("/orgs/:id/tools", s.access(orchestrator.ScopeOrg))
+	api.Get("/guilds/:id/tools", s.access(orchestrator.ScopeGuild))
+	api.Get("/agents/:id/tools", s.access(orchestrator.ScopeAgent))
+	api.Post("/runs/:id/generations", s.nextGeneration)
+}
+
+// catalog returns the bindings service, or an error when the server was built without one.
+func (s *Server) catalog() (*bindings.Service, error) {
+	if s.Bindings == nil {
+		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the catalog and bindings service is not configured on this server")
+	}
+	return s.Bindings, nil
+}
+
+func (s *Server) listServers(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	servers, err := b.ListServers(c.UserContext(), false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"servers": servers})
+}
+
+func (s *Server) adminListServers(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	servers, err := b.ListServers(c.UserContext(), true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"servers": servers})
+}
+
+func (s *Server) patchServer(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var p orchestrator.ServerPatch
+	if err := decode(c, &p); err != nil {
+		return err
+	}
+	srv, err := b.PatchServer(c.UserContext(), c.Params("slug"), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(srv)
+}
+
+func (s *Server) connect(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req bindings.ConnectRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	conn, err := b.Connect(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(conn)
+}
+
+func (s *Server) listConnections(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	conns, err := b.ListConnections(c.UserContext(), c.Query("scope"), c.Query("scope_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"connections": conns})
+}
+
+func (s *Server) getConnection(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	conn, err := b.GetConnection(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(conn)
+}
+
+func (s *Server) deleteConnection(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	if err := b.DeleteConnection(c.UserContext(), c.Params("id")); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"deleted": c.Params("id")})
+}
+
+func (s *Server) connectionTools(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	tools, err := b.ConnectionTools(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"tools": tools})
+}
+
+func (s *Server) putBinding(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req bindings.BindingRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	row, err := b.PutBinding(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(row)
+}
+
+func (s *Server) deleteBinding(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req bindings.BindingRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if err := b.DeleteBinding(c.UserContext(), req); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"deleted": true, "scope": req.Scope, "scope_id": req.ScopeID, "catalog_kind": req.CatalogKind, "catalog_id": req.CatalogID})
+}
+
+func (s *Server) listBindings(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	rows, err := b.ListBindings(c.UserContext(), c.Query("scope"), c.Query("scope_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"bindings": rows})
+}
+
+// access answers GET /api/{orgs,guilds,agents}/{id}/tools.
+func (s *Server) access(scope string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		b, err := s.catalog()
+		if err != nil {
+			return err
+		}
+		if err := requireID(scope, c.Params("id")); err != nil {
+			return err
+		}
+		view, err := b.Access(c.UserContext(), scope, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(view)
+	}
+}
+
+func (s *Server) nextGeneration(c *fiber.Ctx) error {
+	gen, err := s.Runs.NextGeneration(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"run": viewRun(gen.Run), "dropped_tools": gen.Dropped})
+}

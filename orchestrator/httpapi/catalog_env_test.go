@@ -1,0 +1,46 @@
+package httpapi_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sealed"
+)
+
+// catalogFor wires the bindings service and offer policy the way serve does, over a generated
+// GUILDS_SECRET_KEY: it seeds the catalog and the platform bindings, and also enables the test
+// tools of binding families at the platform, so they are offered as a seed tool would be.
+func catalogFor(t testing.TB, store *postgres.Store, reg *registry.Registry, getenv func(string) string, log *slog.Logger) (*bindings.Service, *bindings.Policy) {
+	t.Helper()
+	manifests, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := sealed.FromString(sealed.GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Log: log}
+	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Log: log}
+	ctx := context.Background()
+	if err := svc.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range reg.List() {
+		if catalog.IsBindingFamily(tool.Family) {
+			names = append(names, tool.Name)
+		}
+	}
+	if err := store.SeedPlatformBindings(ctx, names, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return svc, policy
+}

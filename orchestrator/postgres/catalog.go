@@ -1,0 +1,495 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file stores the catalog (mcp_servers, mcp_catalog_tools), connections (mcp_connections,
+// mcp_tools) and bindings for the bindings package.
+
+// nullable turns "" into SQL NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// ownerColumns are the org_id, guild_id and agent_id of a chain, NULL above its scope.
+func ownerColumns(c orchestrator.Chain) (any, any, any) {
+	switch c.Scope {
+	case orchestrator.ScopeOrg:
+		return c.OrgID, nil, nil
+	case orchestrator.ScopeGuild:
+		return c.OrgID, c.GuildID, nil
+	case orchestrator.ScopeAgent:
+		return c.OrgID, c.GuildID, c.AgentID
+	}
+	return nil, nil, nil
+}
+
+// ScopeChain places an organisation, guild or agent.
+func (s *Store) ScopeChain(ctx context.Context, scope, id string) (orchestrator.Chain, error) {
+	c := orchestrator.Chain{Scope: scope}
+	var err error
+	switch scope {
+	case orchestrator.ScopePlatform:
+		return c, nil
+	case orchestrator.ScopeOrg:
+		err = s.pool.QueryRow(ctx, "SELECT id FROM orgs WHERE id = $1", id).Scan(&c.OrgID)
+	case orchestrator.ScopeGuild:
+		c.GuildID = id
+		err = s.pool.QueryRow(ctx, "SELECT org_id FROM guilds WHERE id = $1", id).Scan(&c.OrgID)
+	case orchestrator.ScopeAgent:
+		c.AgentID = id
+		err = s.pool.QueryRow(ctx, "SELECT org_id, guild_id FROM agents WHERE id = $1", id).Scan(&c.OrgID, &c.GuildID)
+	default:
+		return c, orchestrator.Errorf(orchestrator.EINVALID, "unknown scope %q", scope)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		what := map[string]string{orchestrator.ScopeOrg: "organisation", orchestrator.ScopeGuild: "guild", orchestrator.ScopeAgent: "agent"}[scope]
+		return c, notFound(what, id)
+	}
+	if err != nil {
+		return c, fmt.Errorf("place %s %s: %w", scope, id, err)
+	}
+	return c, nil
+}
+
+// SeedCatalog upserts every server and its published tools in one transaction. A row an admin
+// edited keeps its copy (description, limitations, setup_hint, published); its connect facts
+// (URL, auth, fields) follow the manifest. Seed tools the manifest dropped are removed.
+func (s *Store) SeedCatalog(ctx context.Context, servers []orchestrator.MCPServer, now time.Time) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, srv := range servers {
+			cfg, err := json.Marshal(srv.Config)
+			if err != nil {
+				return fmt.Errorf("seed %s: %w", srv.Slug, err)
+			}
+			b.Queue(`INSERT INTO mcp_servers (slug, name, kind, transport, url, auth, config, description, limitations, setup_hint, seeds_tools, published, copy_source, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, true, 'seed', $12, $12)
+				ON CONFLICT (slug) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind, transport = EXCLUDED.transport,
+					url = EXCLUDED.url, auth = EXCLUDED.auth, config = EXCLUDED.config, seeds_tools = EXCLUDED.seeds_tools,
+					description = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.description ELSE EXCLUDED.description END,
+					limitations = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.limitations ELSE EXCLUDED.limitations END,
+					setup_hint = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.setup_hint ELSE EXCLUDED.setup_hint END,
+					updated_at = EXCLUDED.updated_at`,
+				srv.Slug, srv.Name, srv.Kind, srv.Transport, srv.URL, srv.Auth, cfg, srv.Description, srv.Limitations, srv.SetupHint, srv.SeedsTools, now)
+			names := make([]string, 0, len(srv.Tools))
+			for _, t := range srv.Tools {
+				names = append(names, t.Name)
+				b.Queue(`INSERT INTO mcp_catalog_tools (server_slug, name, description, input_schema, default_off, published, copy_source, updated_at)
+					VALUES ($1, $2, $3, $4, $5, true, 'seed', $6)
+					ON CONFLICT (server_slug, name) DO UPDATE SET description = EXCLUDED.description, input_schema = EXCLUDED.input_schema,
+						default_off = EXCLUDED.default_off, copy_source = 'seed', updated_at = EXCLUDED.updated_at
+					WHERE mcp_catalog_tools.copy_source <> 'admin'`,
+					srv.Slug, t.Name, t.Description, []byte(t.InputSchema), t.DefaultOff, now)
+			}
+			b.Queue(`DELETE FROM mcp_catalog_tools WHERE server_slug = $1 AND copy_source = 'seed' AND NOT (name = ANY($2))`, srv.Slug, names)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("seed catalog: %w", err)
+		}
+		return nil
+	})
+}
+
+// SeedPlatformBindings writes an enabled platform row for each tool that has no platform row.
+func (s *Store) SeedPlatformBindings(ctx context.Context, tools []string, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, created_at, updated_at)
+		SELECT 'platform', '', 'native_tool', t, true, $2, $2 FROM unnest($1::text[]) AS t
+		ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO NOTHING`, tools, now)
+	if err != nil {
+		return fmt.Errorf("seed platform bindings: %w", err)
+	}
+	return nil
+}
+
+const serverColumns = "slug, name, kind, transport, url, auth, config, description, limitations, setup_hint, seeds_tools, published, copy_source, updated_at"
+
+func scanServer(r pgx.Row) (orchestrator.MCPServer, error) {
+	var srv orchestrator.MCPServer
+	var cfg []byte
+	if err := r.Scan(&srv.Slug, &srv.Name, &srv.Kind, &srv.Transport, &srv.URL, &srv.Auth, &cfg, &srv.Description, &srv.Limitations,
+		&srv.SetupHint, &srv.SeedsTools, &srv.Published, &srv.CopySource, &srv.UpdatedAt); err != nil {
+		return srv, err
+	}
+	if err := json.Unmarshal(cfg, &srv.Config); err != nil {
+		return srv, fmt.Errorf("server %s config: %w", srv.Slug, err)
+	}
+	if srv.Config.Fields == nil {
+		srv.Config.Fields = []orchestrator.CredentialField{}
+	}
+	srv.Tools = []orchestrator.CatalogTool{}
+	return srv, nil
+}
+
+// ListServers lists the catalog with its tools, by slug; publishedOnly keeps published rows.
+func (s *Store) ListServers(ctx context.Context, publishedOnly bool) ([]orchestrator.MCPServer, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+serverColumns+" FROM mcp_servers WHERE published OR NOT $1 ORDER BY slug", publishedOnly)
+	if err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	servers, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.MCPServer, error) { return scanServer(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	if err := s.attachTools(ctx, servers, publishedOnly); err != nil {
+		return nil, err
+	}
+	return nonNil(servers), nil
+}
+
+// GetServer reads one catalog row with all its tools.
+func (s *Store) GetServer(ctx context.Context, slug string) (orchestrator.MCPServer, error) {
+	srv, err := scanServer(s.pool.QueryRow(ctx, "SELECT "+serverColumns+" FROM mcp_servers WHERE slug = $1", slug))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return srv, notFound("catalog server", slug)
+	}
+	if err != nil {
+		return srv, fmt.Errorf("get server %s: %w", slug, err)
+	}
+	list := []orchestrator.MCPServer{srv}
+	if err := s.attachTools(ctx, list, false); err != nil {
+		return srv, err
+	}
+	return list[0], nil
+}
+
+// attachTools fills each server's catalog tools.
+func (s *Store) attachTools(ctx context.Context, servers []orchestrator.MCPServer, publishedOnly bool) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	at := map[string]int{}
+	slugs := make([]string, len(servers))
+	for i, srv := range servers {
+		at[srv.Slug], slugs[i] = i, srv.Slug
+	}
+	rows, err := s.pool.Query(ctx, `SELECT server_slug, name, description, input_schema, default_off, published, copy_source
+		FROM mcp_catalog_tools WHERE server_slug = ANY($1) AND (published OR NOT $2) ORDER BY server_slug, name`, slugs, publishedOnly)
+	if err != nil {
+		return fmt.Errorf("list catalog tools: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var slug string
+		var t orchestrator.CatalogTool
+		var schema []byte
+		if err := rows.Scan(&slug, &t.Name, &t.Description, &schema, &t.DefaultOff, &t.Published, &t.CopySource); err != nil {
+			return fmt.Errorf("list catalog tools: %w", err)
+		}
+		t.InputSchema = schema
+		servers[at[slug]].Tools = append(servers[at[slug]].Tools, t)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list catalog tools: %w", err)
+	}
+	return nil
+}
+
+// PatchServer applies an admin edit; the row becomes copy_source=admin so reseeds keep it.
+func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch, now time.Time) (orchestrator.MCPServer, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE mcp_servers SET description = COALESCE($2, description), limitations = COALESCE($3, limitations),
+		setup_hint = COALESCE($4, setup_hint), published = COALESCE($5, published), copy_source = 'admin', updated_at = $6 WHERE slug = $1`,
+		slug, p.Description, p.Limitations, p.SetupHint, p.Published, now)
+	if err != nil {
+		return orchestrator.MCPServer{}, fmt.Errorf("patch server %s: %w", slug, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.MCPServer{}, notFound("catalog server", slug)
+	}
+	return s.GetServer(ctx, slug)
+}
+
+const connectionColumns = `c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''),
+	c.status, c.account_hint, c.settings, c.verified_at, c.listed_at, c.created_at, c.updated_at,
+	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id)`
+
+func scanConnection(r pgx.Row) (orchestrator.Connection, error) {
+	var c orchestrator.Connection
+	var settings []byte
+	err := r.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status, &c.AccountHint, &settings,
+		&c.VerifiedAt, &c.ListedAt, &c.CreatedAt, &c.UpdatedAt, &c.ToolCount)
+	c.Settings = settings
+	return c, err
+}
+
+// Connect stores a token Connect in one transaction (see orchestrator.ConnectWrite).
+func (s *Store) Connect(ctx context.Context, w orchestrator.ConnectWrite) (orchestrator.Connection, error) {
+	var out orchestrator.Connection
+	org, guild, agent := ownerColumns(w.Owner)
+	scopeID := w.Owner.ID()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO mcp_connections (id, server_slug, scope, scope_id, org_id, guild_id, agent_id, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8) ON CONFLICT (server_slug, scope, scope_id) DO NOTHING`,
+			w.NewID, w.Server.Slug, w.Owner.Scope, scopeID, org, guild, agent, w.Now); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		var id, status string
+		if err := tx.QueryRow(ctx, `SELECT id, status FROM mcp_connections WHERE server_slug = $1 AND scope = $2 AND scope_id = $3 FOR UPDATE`,
+			w.Server.Slug, w.Owner.Scope, scopeID).Scan(&id, &status); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		if status == orchestrator.ConnConnected {
+			return orchestrator.Errorf(orchestrator.ECONFLICT, "%s already has a connected %s login (%s); delete it (DELETE /api/mcp/connections/%s) before connecting another",
+				describe(w.Owner), w.Server.Name, id, id)
+		}
+		var verified any
+		if w.Verified {
+			verified = w.Now
+		}
+		settings := w.Settings
+		if len(settings) == 0 {
+			settings = json.RawMessage(`{}`)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, credentials = $3, settings = $4,
+			verified_at = $5, listed_at = $6, updated_at = $6 WHERE id = $1`, id, w.AccountHint, w.Seal(id), []byte(settings), verified, w.Now); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM mcp_tools WHERE connection_id = $1", id); err != nil {
+			return fmt.Errorf("connect: replace listed tools: %w", err)
+		}
+		if len(w.Tools) > 0 {
+			rows := make([][]any, len(w.Tools))
+			var off []string
+			for i, t := range w.Tools {
+				rows[i] = []any{id, t.RemoteName, t.Name, t.Description, []byte(t.InputSchema), []byte(t.OfferedSchema), w.Now}
+				if t.DefaultOff {
+					off = append(off, t.Name)
+				}
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"connection_id", "remote_name", "name", "description", "input_schema", "offered_schema", "listed_at"},
+				pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("connect: write listed tools: %w", err)
+			}
+			// First appearance writes the overlay Off at the owner; an existing overlay stays as it is.
+			if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, org_id, guild_id, agent_id, created_at, updated_at)
+				SELECT $1, $2, 'mcp_tool', n, false, $3, $4, $5, $6, $6 FROM unnest($7::text[]) AS n
+				ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO NOTHING`,
+				w.Owner.Scope, scopeID, org, guild, agent, w.Now, off); err != nil {
+				return fmt.Errorf("connect: default-off overlays: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
+			VALUES ($1, $2, 'mcp', $3, true, $4, $5, $6, $7, $8, $8)
+			ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = true, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at`,
+			w.Owner.Scope, scopeID, w.Server.Slug, id, org, guild, agent, w.Now); err != nil {
+			return fmt.Errorf("connect: enabled binding: %w", err)
+		}
+		var err error
+		out, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
+		return err
+	})
+	return out, err
+}
+
+// describe names a scope for messages.
+func describe(c orchestrator.Chain) string {
+	if c.Scope == orchestrator.ScopePlatform {
+		return "the platform"
+	}
+	return c.Scope + " " + c.ID()
+}
+
+// ListConnections lists the connections owned at a scope ("" lists all), oldest first.
+func (s *Store) ListConnections(ctx context.Context, scope, scopeID string) ([]orchestrator.Connection, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+connectionColumns+` FROM mcp_connections c
+		WHERE $1 = '' OR (c.scope = $1 AND c.scope_id = $2) ORDER BY c.created_at, c.id`, scope, scopeID)
+	if err != nil {
+		return nil, fmt.Errorf("list connections: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Connection, error) { return scanConnection(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list connections: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// GetConnection reads one connection's metadata (never its credentials).
+func (s *Store) GetConnection(ctx context.Context, id string) (orchestrator.Connection, error) {
+	c, err := scanConnection(s.pool.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("connection", id)
+	}
+	if err != nil {
+		return c, fmt.Errorf("get connection %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// SealedCredentials reads a connection's sealed credentials, for the connectors that call with them.
+func (s *Store) SealedCredentials(ctx context.Context, id string) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, "SELECT credentials FROM mcp_connections WHERE id = $1", id).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("connection", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read credentials of %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// SetConnectionStatus changes a connection's status.
+func (s *Store) SetConnectionStatus(ctx context.Context, id, status string, now time.Time) (orchestrator.Connection, error) {
+	tag, err := s.pool.Exec(ctx, "UPDATE mcp_connections SET status = $2, updated_at = $3 WHERE id = $1", id, status, now)
+	if err != nil {
+		return orchestrator.Connection{}, fmt.Errorf("set status of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.Connection{}, notFound("connection", id)
+	}
+	return s.GetConnection(ctx, id)
+}
+
+// DeleteConnection deletes a connection; its listed tools and the bindings naming it cascade.
+func (s *Store) DeleteConnection(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, "DELETE FROM mcp_connections WHERE id = $1", id)
+	if err != nil {
+		return fmt.Errorf("delete connection %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("connection", id)
+	}
+	return nil
+}
+
+// ListedTools lists a connection's tools by name.
+func (s *Store) ListedTools(ctx context.Context, connectionID string) ([]orchestrator.ListedTool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT remote_name, name, description, input_schema, offered_schema FROM mcp_tools
+		WHERE connection_id = $1 ORDER BY name`, connectionID)
+	if err != nil {
+		return nil, fmt.Errorf("list tools of %s: %w", connectionID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ListedTool, error) {
+		var t orchestrator.ListedTool
+		var in, offered []byte
+		err := r.Scan(&t.RemoteName, &t.Name, &t.Description, &in, &offered)
+		t.InputSchema, t.OfferedSchema = in, offered
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tools of %s: %w", connectionID, err)
+	}
+	return nonNil(out), nil
+}
+
+// ConnectionsListing returns the connections that list a namespaced tool.
+func (s *Store) ConnectionsListing(ctx context.Context, name string) ([]orchestrator.Connection, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+connectionColumns+` FROM mcp_connections c
+		WHERE EXISTS (SELECT 1 FROM mcp_tools t WHERE t.connection_id = c.id AND t.name = $1) ORDER BY c.id`, name)
+	if err != nil {
+		return nil, fmt.Errorf("connections listing %s: %w", name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Connection, error) { return scanConnection(r) })
+	if err != nil {
+		return nil, fmt.Errorf("connections listing %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// PutBinding inserts or replaces the row at the chain's own scope.
+func (s *Store) PutBinding(ctx context.Context, at orchestrator.Chain, b orchestrator.Binding) (orchestrator.Binding, error) {
+	org, guild, agent := ownerColumns(at)
+	err := s.pool.QueryRow(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+		ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = EXCLUDED.enabled, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at
+		RETURNING updated_at`, at.Scope, at.ID(), b.CatalogKind, b.CatalogID, b.Enabled, nullable(b.ConnectionID), org, guild, agent, b.UpdatedAt).Scan(&b.UpdatedAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return b, orchestrator.Errorf(orchestrator.ENOTFOUND, "the connection or scope of this binding was deleted meanwhile; nothing was written")
+	}
+	if err != nil {
+		return b, fmt.Errorf("put binding: %w", err)
+	}
+	b.Scope, b.ScopeID = at.Scope, at.ID()
+	return b, nil
+}
+
+// DeleteBinding removes one row.
+func (s *Store) DeleteBinding(ctx context.Context, at orchestrator.Chain, kind, id string) error {
+	tag, err := s.pool.Exec(ctx, "DELETE FROM bindings WHERE scope = $1 AND scope_id = $2 AND catalog_kind = $3 AND catalog_id = $4", at.Scope, at.ID(), kind, id)
+	if err != nil {
+		return fmt.Errorf("delete binding: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.Errorf(orchestrator.ENOTFOUND, "no %s binding for %s at %s; it already inherits", kind, id, describe(at))
+	}
+	return nil
+}
+
+const bindingColumns = "scope, scope_id, catalog_kind, catalog_id, enabled, COALESCE(connection_id, ''), updated_at"
+
+func scanBinding(r pgx.Row) (orchestrator.Binding, error) {
+	var b orchestrator.Binding
+	err := r.Scan(&b.Scope, &b.ScopeID, &b.CatalogKind, &b.CatalogID, &b.Enabled, &b.ConnectionID, &b.UpdatedAt)
+	return b, err
+}
+
+// ListBindings lists the rows written at one scope.
+func (s *Store) ListBindings(ctx context.Context, at orchestrator.Chain) ([]orchestrator.Binding, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+bindingColumns+" FROM bindings WHERE scope = $1 AND scope_id = $2 ORDER BY catalog_kind, catalog_id", at.Scope, at.ID())
+	if err != nil {
+		return nil, fmt.Errorf("list bindings: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Binding, error) { return scanBinding(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list bindings: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// chainWhere selects the binding rows of a chain: the platform row and the rows at its
+// organisation, guild and agent ("" matches nothing: no such row has an empty scope_id).
+const chainWhere = `((b.scope = 'platform' AND b.scope_id = '') OR (b.scope = 'org' AND b.scope_id = $1)
+	OR (b.scope = 'guild' AND b.scope_id = $2) OR (b.scope = 'agent' AND b.scope_id = $3))`
+
+// Resolution reads the chain's rows and the connections they name, with their servers and listed
+// tools, as one batch: one round trip whatever the number of tools.
+func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orchestrator.Resolution, error) {
+	res := orchestrator.Resolution{Connections: map[string]orchestrator.ResolvedConnection{}}
+	b := &pgx.Batch{}
+	b.Queue("SELECT "+bindingColumns+" FROM bindings b WHERE "+chainWhere, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
+		var err error
+		res.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Binding, error) { return scanBinding(r) })
+		return err
+	})
+	b.Queue(`SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''), c.status,
+			s.name, s.kind, s.published, t.remote_name, t.name, t.description, t.offered_schema
+		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug LEFT JOIN mcp_tools t ON t.connection_id = c.id
+		WHERE c.id IN (SELECT b.connection_id FROM bindings b WHERE `+chainWhere+` AND b.connection_id IS NOT NULL)
+		ORDER BY c.id, t.name`, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var c orchestrator.ResolvedConnection
+			var remote, name, desc *string
+			var schema []byte
+			if err := rows.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status,
+				&c.ServerName, &c.ServerKind, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
+				return err
+			}
+			if prev, ok := res.Connections[c.ID]; ok {
+				c = prev
+			}
+			if remote != nil {
+				c.Tools = append(c.Tools, orchestrator.ListedTool{RemoteName: *remote, Name: *name, Description: *desc, OfferedSchema: schema})
+				c.ToolCount = len(c.Tools)
+			}
+			res.Connections[c.ID] = c
+		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return res, fmt.Errorf("resolve bindings for %s: %w", describe(chain), err)
+	}
+	return res, nil
+}
