@@ -25,8 +25,12 @@ const (
 
 // GroupHits answers code_search mode symbols: it groups text hits under their enclosing function or
 // class, with that symbol's span and how many places reference it. scope is the searched path ("" for
-// the working directory). It returns the text and the meta fields repository and hits.
-func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit) (string, map[string]any, error) {
+// the working directory); maxGroups (at most MaxGroups) caps the groups. It returns the text and the
+// meta fields repository and hits.
+func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxGroups int) (string, map[string]any, error) {
+	if maxGroups < 1 || maxGroups > MaxGroups {
+		maxGroups = MaxGroups
+	}
 	r, err := repoFor(c, scope)
 	if err != nil {
 		return "", nil, err
@@ -79,8 +83,8 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit) (str
 	}
 	var lines []string
 	for i, g := range groups {
-		if i == MaxGroups {
-			lines = append(lines, fmt.Sprintf("… %d more groups left out; narrow path or glob", len(groups)-MaxGroups))
+		if i == maxGroups {
+			lines = append(lines, fmt.Sprintf("… %d more groups left out; narrow path or glob", len(groups)-maxGroups))
 			break
 		}
 		lines = append(lines, g.head)
