@@ -43,8 +43,12 @@ type Cmd struct {
 	// Linger is how long the terminal may stay open after the command exits before what still
 	// holds it is stopped; default 100 ms.
 	Linger time.Duration
-	// Started, when set, is called with the command's process id (also its process group and
-	// session id) once it runs.
+	// NewSession runs the command in a session of its own; otherwise it gets a process group of
+	// its own in this process's session. A process that has a controlling terminal always starts
+	// a new session, so the command cannot read from that terminal and hang.
+	NewSession bool
+	// Started, when set, is called with the command's process id (also its process group id)
+	// once it runs.
 	Started func(pid int)
 }
 
@@ -68,8 +72,8 @@ func BecomeSubreaper() {
 	subreaperOnce.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
 }
 
-// Run starts the command in its own session, with a pseudo-terminal as standard output and
-// error, and waits for it. Past the timeout (or when ctx ends) the whole process group and every
+// Run starts the command in its own process group (see Cmd.NewSession), with a pseudo-terminal
+// as standard output and error, and waits for it. Past the timeout (or when ctx ends) the whole process group and every
 // descendant that carries the run's token get SIGTERM, then SIGKILL after Grace. When the command
 // exits, what it left running is stopped the same way and counted in Leftover. The error is set
 // only when the command could not be started.
@@ -102,9 +106,16 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.Env = append(append([]string(nil), c.Env...), TokenEnv+"="+token)
 	cmd.Stdin = c.Stdin // nil: /dev/null
 	cmd.Stdout, cmd.Stderr = tty, tty
-	// Its own session, without a controlling terminal: output is a terminal (programs line-buffer),
-	// but a program that opens /dev/tty to ask for a password fails at once instead of hanging.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Output is a terminal (programs line-buffer), but not a controlling one: a program that
+	// opens /dev/tty to ask for a password fails at once instead of hanging. A process group of
+	// its own is enough for that when this process has no controlling terminal either, and it
+	// is cheaper than a session: each new session is a new scheduler autogroup, which costs
+	// milliseconds on a busy machine.
+	if c.NewSession || hasControllingTerminal() {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		tty.Close()
@@ -191,6 +202,16 @@ func openPTY() (*os.File, *os.File, error) {
 		return nil, nil, fmt.Errorf("open pseudo-terminal: %w", err)
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
+}
+
+// hasControllingTerminal reports whether this process has a controlling terminal.
+func hasControllingTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 func copyOutput(w io.Writer, r io.Reader) {

@@ -256,3 +256,21 @@ func TestChildrenOfAgreesWithScan(t *testing.T) {
 		t.Fatal("children of a missing process")
 	}
 }
+
+func TestRunGroupAndSession(t *testing.T) {
+	for _, newSession := range []bool{false, true} {
+		var pid int
+		res, out := bash(t, "cat /proc/$$/stat", func(c *Cmd) {
+			c.NewSession = newSession
+			c.Started = func(p int) { pid = p }
+		})
+		_, _, pgrp, sid, ok := parseStat([]byte(out))
+		if res.ExitCode != 0 || !ok || pgrp != pid {
+			t.Fatalf("NewSession=%v: stat %q; want its own process group %d", newSession, out, pid)
+		}
+		wantSession := newSession || hasControllingTerminal()
+		if (sid == pid) != wantSession {
+			t.Fatalf("NewSession=%v (controlling terminal: %v): session %d, pid %d", newSession, hasControllingTerminal(), sid, pid)
+		}
+	}
+}

@@ -258,6 +258,8 @@ func supervise(state string) int {
 		Env:     env,
 		Output:  render,
 		Timeout: time.Duration(j.Timeout) * time.Second,
+		// A background command runs in its own session (the spec), apart from the supervisor's.
+		NewSession: true,
 		Started: func(pid int) {
 			rec, _ := json.Marshal(pidRecord{Supervisor: self, StartTime: startTime, Group: pid})
 			if err := runs.WriteFileAtomic(jobPath(runDir, j.ID, ".pid"), rec, 0o644); err != nil {

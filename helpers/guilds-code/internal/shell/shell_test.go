@@ -383,3 +383,13 @@ func TestUnwritableRunDirStillTracksCwd(t *testing.T) {
 		t.Fatalf("reply %+v", r)
 	}
 }
+
+func TestBackgroundRunsInItsOwnSession(t *testing.T) {
+	e := newEnv(t)
+	e.call("shell", `{"command":"echo \"$$ $(cut -d' ' -f6 /proc/$$/stat)\"","background":true}`)
+	r := waitState(e, "b1", "exited 0")
+	f := strings.Fields(r.Text[strings.LastIndexByte(r.Text, '\n')+1:])
+	if len(f) != 2 || f[0] != f[1] {
+		t.Fatalf("pid and session %v: want the command to lead its own session (%q)", f, r.Text)
+	}
+}
