@@ -37,6 +37,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
 	}
+	if err := browse.Check(req.Tool, req.Args); err != nil {
+		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
+	}
 	call := daemon.Call{Req: req, Home: places.Home(), Max: places.ResultMax(), CDPURL: places.CDPURL()}
 	reply, err := daemon.Do(ctx, daemon.PathsFor(places.RunDir()), self(), call)
 	if err != nil {

@@ -71,6 +71,8 @@ func TestTools(t *testing.T) {
 		sb.fails(t, "browser_click", map[string]string{"locator": "#css > selector"}, "neither a ref")
 		sb.fails(t, "browser_fill", map[string]string{"locator": "textbox \"Email\""}, "value is required")
 		sb.fails(t, "browser_type", map[string]string{"locator": "e1", "text": "x", "bogus": "y"}, "bogus")
+		// A disabled button is refused after the action timeout, saying why.
+		sb.fails(t, "browser_click", map[string]string{"locator": `button "Locked"`}, "Timeout 15000ms exceeded", "not enabled")
 	})
 
 	t.Run("stale ref refused", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ type sandbox struct {
 	exe       string // the guilds-browser to run: the test binary's copy on PATH, or a built one
 	home, run string
 	env       []string
-	seq       int
+	seq       atomic.Int64
 }
 
 // newSandbox makes the places for one sandbox; its daemon is stopped by PID at cleanup.
@@ -218,8 +219,8 @@ func (s *sandbox) call(t testing.TB, tool string, args any) envelope.Reply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.seq++
-	req, err := envelope.EncodeRequest(envelope.Request{Tool: tool, Args: raw, RunID: "r1", CallID: fmt.Sprintf("c%d", s.seq), Seq: int64(s.seq)})
+	seq := s.seq.Add(1)
+	req, err := envelope.EncodeRequest(envelope.Request{Tool: tool, Args: raw, RunID: "r1", CallID: fmt.Sprintf("c%d", seq), Seq: seq})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,9 @@ func ParseLocator(s string) (Locator, error) {
 		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\")", s)
 	}
 	l := Locator{Role: strings.ToLower(role)}
+	if !ariaRoles[l.Role] {
+		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\"): %q is not an ARIA role", s, role)
+	}
 	rest = strings.TrimSpace(rest)
 	// A pasted snapshot line may carry attributes and a ref; a ref wins.
 	if m := refRE.FindStringSubmatch(rest); m != nil {
@@ -150,4 +153,13 @@ func (l Locator) String() string {
 	}
 	b, _ := json.Marshal(l.Name)
 	return l.Role + " " + string(b)
+}
+
+// ariaRoles are the roles Playwright's getByRole accepts.
+var ariaRoles = map[string]bool{}
+
+func init() {
+	for _, r := range strings.Fields(`alert alertdialog application article banner blockquote button caption cell checkbox code columnheader combobox complementary contentinfo definition deletion dialog directory document emphasis feed figure form generic grid gridcell group heading img insertion link list listbox listitem log main marquee math meter menu menubar menuitem menuitemcheckbox menuitemradio navigation none note option paragraph presentation progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox separator slider spinbutton status strong subscript superscript switch tab table tablist tabpanel term textbox time timer toolbar tooltip tree treegrid treeitem`) {
+		ariaRoles[r] = true
+	}
 }

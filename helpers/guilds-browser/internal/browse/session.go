@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/guildsai/guilds/helpers/guilds-browser/internal/ariatree"
@@ -58,6 +59,19 @@ func (s *Session) Close() {
 		s.pw.Stop()
 		s.pw = nil
 	}
+}
+
+// Check validates a call's tool name and arguments without touching any browser, so the client
+// can refuse bad input before it starts or wakes the daemon.
+func Check(tool string, raw json.RawMessage) error {
+	t, ok := tools[tool]
+	if !ok {
+		return fmt.Errorf("unknown tool %q; guilds-browser runs %s", tool, strings.Join(Names(), ", "))
+	}
+	if _, err := t.parse(raw); err != nil {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	return nil
 }
 
 // Handle runs one call; it is the daemon's handler.
@@ -115,6 +129,10 @@ func joinNotes(a, b string) string {
 
 // attach starts the driver and connects to Chromium when not yet connected (or after Chromium went away).
 func (s *Session) attach(ctx context.Context, cdpURL string) error {
+	if s.pw != nil && s.pw.Pid() > 0 && syscall.Kill(s.pw.Pid(), 0) != nil {
+		fmt.Fprintf(s.log, "playwright driver %d is gone; starting a new one\n", s.pw.Pid())
+		s.pw, s.browser, s.page = nil, nil, nil
+	}
 	if s.browser != nil && s.browser.IsConnected() && s.cdpURL == cdpURL && s.page != nil {
 		return nil
 	}

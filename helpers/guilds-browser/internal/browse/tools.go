@@ -208,16 +208,30 @@ func (s *Session) restore(prev string) {
 	}
 }
 
-var callLogRE = regexp.MustCompile(`(?s)\s*Call log:.*$`)
+var callLogRE = regexp.MustCompile(`(?s)\s*Call log:(.*)$`)
 
-// playwrightMessage trims Playwright's call log from an error.
+// playwrightMessage trims Playwright's error to its message, keeping the call log's last step
+// (it says why an action waited: not visible, covered by another element, disabled).
 func playwrightMessage(err error) string {
-	msg := callLogRE.ReplaceAllString(err.Error(), "")
+	msg := err.Error()
+	last := ""
+	if m := callLogRE.FindStringSubmatch(msg); m != nil {
+		msg = msg[:len(msg)-len(m[0])]
+		lines := strings.Split(strings.TrimSpace(m[1]), "\n")
+		last = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[len(lines)-1]), "- "))
+	}
 	if i := strings.LastIndex(msg, "playwright: "); i >= 0 {
 		msg = msg[i+len("playwright: "):]
 	}
-	return strings.TrimSpace(msg)
+	msg = strings.TrimSpace(msg)
+	if last != "" && strings.Contains(msg, "Timeout") {
+		msg += " (last step: " + last + ")"
+	}
+	return msg
 }
+
+// actTimeout bounds waiting for an element to become actionable (visible, enabled, stable).
+var actTimeout = playwright.Float(15000)
 
 func snapshot(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.Reply, error) {
 	p := s.page
@@ -317,7 +331,7 @@ func click(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.
 		return envelope.Reply{}, err
 	}
 	before := s.page.URL()
-	if err := loc.Click(); err != nil {
+	if err := loc.Click(playwright.LocatorClickOptions{Timeout: actTimeout}); err != nil {
 		return envelope.Reply{}, fmt.Errorf("click %s: %s", label, playwrightMessage(err))
 	}
 	text := "Clicked " + label + "."
@@ -333,7 +347,7 @@ func typeText(ctx context.Context, s *Session, c *daemon.Call, args any) (envelo
 	if err != nil {
 		return envelope.Reply{}, err
 	}
-	if err := loc.Focus(); err != nil {
+	if err := loc.Focus(playwright.LocatorFocusOptions{Timeout: actTimeout}); err != nil {
 		return envelope.Reply{}, fmt.Errorf("focus %s: %s", label, playwrightMessage(err))
 	}
 	if _, err := loc.Evaluate(caretToEndJS, nil); err != nil {
@@ -351,7 +365,7 @@ func fill(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.R
 	if err != nil {
 		return envelope.Reply{}, err
 	}
-	if err := loc.Fill(*a.Value); err != nil {
+	if err := loc.Fill(*a.Value, playwright.LocatorFillOptions{Timeout: actTimeout}); err != nil {
 		return envelope.Reply{}, fmt.Errorf("fill %s: %s", label, playwrightMessage(err))
 	}
 	return envelope.Reply{Text: fmt.Sprintf("Filled %s.%s", label, fieldValue(loc))}, nil
