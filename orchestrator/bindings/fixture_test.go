@@ -166,3 +166,14 @@ func wantErr(t testing.TB, err error, code, fragment string) {
 }
 
 var cgKey = map[string]string{"api_key": "CG-pro-key-0123456789"}
+
+func mustJSON(v any) []byte {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
