@@ -100,7 +100,10 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, func() error { _, err := w.svc.PatchServer(w.ctx, "coingecko", orchestrator.ServerPatch{}); return err }(), orchestrator.EINVALID, "nothing to change")
-	wantErr(t, func() error { _, err := w.svc.PatchServer(w.ctx, "myspace", orchestrator.ServerPatch{Description: &desc}); return err }(), orchestrator.ENOTFOUND, "no catalog server")
+	wantErr(t, func() error {
+		_, err := w.svc.PatchServer(w.ctx, "myspace", orchestrator.ServerPatch{Description: &desc})
+		return err
+	}(), orchestrator.ENOTFOUND, "no catalog server")
 	// A new release of the manifests: every description and the CoinGecko URL change.
 	changed := make([]orchestrator.MCPServer, len(w.svc.Manifests))
 	for i, m := range w.svc.Manifests {

@@ -55,8 +55,8 @@ func TestRunOfferKindsAndFlags(t *testing.T) {
 // TestRunOfferFollowsBindings: opt-out, re-enable and enable-extra of native tools reach runs.
 func TestRunOfferFollowsBindings(t *testing.T) {
 	w := newWorld(t)
-	w.put("org", "o1", "native_tool", "note_get", false, "")    // opt-out for the organisation
-	w.put("agent", "a2", "native_tool", "note_get", true, "")   // re-enable for one agent
+	w.put("org", "o1", "native_tool", "note_get", false, "")  // opt-out for the organisation
+	w.put("agent", "a2", "native_tool", "note_get", true, "") // re-enable for one agent
 	w.put("platform", "", "native_tool", "group_post", false, "")
 	w.put("guild", "g2", "native_tool", "group_post", true, "") // enable-extra for one guild
 	has := func(agent, tool string) bool { return slices.Contains(w.offered(agent, "direct"), tool) }
