@@ -93,6 +93,9 @@ func stripLineNumbers(s string) (string, bool) {
 	return strings.Join(lines, "\n"), seen
 }
 
+// maxLooseContent bounds the file size searched ignoring whitespace (it keeps a line number per byte).
+const maxLooseContent = 32 << 20
+
 // span is a loose match: its first and last line in the file.
 type span struct{ first, last int }
 
@@ -107,7 +110,7 @@ func starts(ss []span) []int {
 // looseMatches finds old in content with all whitespace removed from both.
 func looseMatches(content, old string) []span {
 	needle := strings.Map(dropSpace, old)
-	if needle == "" {
+	if needle == "" || len(content) > maxLooseContent {
 		return nil
 	}
 	var hay strings.Builder
