@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,13 +102,18 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return outcome{}, fmt.Errorf("start %s: %w", textOf(bin), err)
+		return outcome{}, fmt.Errorf("%s could not start: %w", textOf(bin), err)
 	}
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
 			return outcome{code: -1, timedOut: true}, nil
 		}
-		return outcome{}, fmt.Errorf("start %s: %w", textOf(bin), err)
+		// The error names the executable's path; say what failed in the tool's words.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return outcome{}, fmt.Errorf("%s could not start: %v", textOf(bin), err)
 	}
 	stopped := false
 	r := bufio.NewReaderSize(out, 256<<10)
@@ -141,7 +147,7 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 		o.timedOut = true
 	}
 	if werr != nil && o.code < 0 && !stopped && !o.timedOut {
-		return o, fmt.Errorf("%s: %w", textOf(bin), werr)
+		return o, fmt.Errorf("%s ended abnormally: %v", textOf(bin), werr)
 	}
 	return o, nil
 }

@@ -411,8 +411,8 @@ func (t *textSearch) reply(max int, lines []string) envelope.Reply {
 				line += fmt.Sprintf("; %s not shown (narrow with path or glob)", plural(left, "more file", "more files"))
 			}
 		} else if t.shown < t.matches {
-			line += fmt.Sprintf("; showing %s from %s (files by path, at most %d matches per file, %d lines); narrow with path or glob to see the rest",
-				plural(t.shown, "match", "matches"), plural(t.inFiles, "file", "files"), PerFileCap, t.limit)
+			line += fmt.Sprintf("; showing %s from %s (files by path, at most %d matches per file, %s); narrow with path or glob to see the rest",
+				plural(t.shown, "match", "matches"), plural(t.inFiles, "file", "files"), PerFileCap, plural(t.limit, "line", "lines"))
 		}
 		tail = append(tail, line)
 	}
