@@ -2,6 +2,7 @@ package files
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -31,11 +32,16 @@ func (l readLog) earlier(path, hash string, from, to int) (int64, bool) {
 		return 0, false
 	}
 	defer f.Close()
+	// Only lines naming this path and hash need decoding; a long run holds many others.
+	key, _ := json.Marshal(path)
 	var seq int64
 	found := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), key) || !bytes.Contains(sc.Bytes(), []byte(hash)) {
+			continue
+		}
 		var e readEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // a torn or foreign line is no evidence of a read
