@@ -405,3 +405,28 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		t.Fatalf("%s holds %v, want only %v", dir, got, names)
 	}
 }
+
+// TestWriteNamedTemp covers the fallback for file systems without O_TMPFILE.
+func TestWriteNamedTemp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	mustWrite(t, path, "old")
+	if err := writeNamedTemp(path, filepath.Join(dir, ".f.guilds-tmp-1-1"), []byte("new"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(got) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("content %q mode %v", got, fi.Mode().Perm())
+	}
+	// A temporary name already taken is an error that leaves the target alone.
+	mustWrite(t, filepath.Join(dir, ".f.guilds-tmp-1-2"), "other")
+	if err := writeNamedTemp(path, filepath.Join(dir, ".f.guilds-tmp-1-2"), []byte("x"), 0o644); err == nil {
+		t.Fatal("write through a taken temporary name succeeded")
+	}
+	if got, _ := os.ReadFile(path); string(got) != "new" {
+		t.Fatalf("target changed to %q", got)
+	}
+	os.Remove(filepath.Join(dir, ".f.guilds-tmp-1-2"))
+	assertOnly(t, dir, "f")
+}
