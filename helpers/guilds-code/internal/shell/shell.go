@@ -95,7 +95,9 @@ func Shell(ctx context.Context, c *runs.Call) envelope.Reply {
 func startDir(c *runs.Call) (string, string) {
 	dir := c.Cwd()
 	b, err := os.ReadFile(filepath.Join(c.Dir(), "cwd"))
-	if stored := strings.TrimSpace(string(b)); err == nil && stored != "" && stored != dir {
+	if stored := strings.TrimSuffix(string(b), "\n"); err == nil && stored != "" && stored != dir {
+		// Record the fallback, so the note is given once.
+		_ = c.SetCwd(dir)
 		return dir, fmt.Sprintf("[the working directory %s no longer exists; this command ran in %s]", stored, dir)
 	}
 	return dir, ""
@@ -141,14 +143,14 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 	if err != nil {
 		return envelope.Errorf(nil, "shell: %v", err)
 	}
-	if rerr != nil {
-		return envelope.Errorf(nil, "shell: write log %s: %v", logPath, rerr)
-	}
 
 	end, cwdNote := endDir(c, dir, cwdFile)
 	var notes []string
 	if note != "" {
 		notes = append(notes, note)
+	}
+	if rerr != nil {
+		notes = append(notes, fmt.Sprintf("[the full log %s is incomplete: %v]", logPath, rerr))
 	}
 	if cwdNote != "" {
 		notes = append(notes, cwdNote)
@@ -178,7 +180,7 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 // command ended in was deleted.
 func endDir(c *runs.Call, start, cwdFile string) (string, string) {
 	b, err := os.ReadFile(cwdFile)
-	end := strings.TrimSpace(string(b))
+	end := string(b)
 	if err != nil || end == "" || !filepath.IsAbs(end) {
 		return start, "" // the shell was replaced (exec) or killed: nothing to record
 	}
