@@ -196,8 +196,13 @@ func TestGracefulShutdownFinishesCall(t *testing.T) {
 	if ans.status != 200 || !strings.HasPrefix(fmt.Sprint(ans.out["result"]), "finished") {
 		t.Fatalf("call in flight: %d %v", ans.status, ans.out)
 	}
-	if code := <-s.done; code != 0 {
-		t.Fatalf("serve exited %d: %s", code, s.stderr)
+	select {
+	case code := <-s.done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, s.stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve did not exit after the call in flight finished: %s", s.stderr)
 	}
 	if !strings.Contains(s.stderr.String(), "finishing calls in flight") {
 		t.Fatalf("no shutdown log line: %s", s.stderr)
