@@ -35,6 +35,8 @@ type Graph struct {
 	Changed int     // files re-parsed by this refresh
 	byPath  map[string]*File
 	idx     *index
+	cache   string // the graph folder
+	counted bool   // symbols' Refs are current
 }
 
 // File returns the file with that repository-relative slash path, or nil.
@@ -66,23 +68,29 @@ type seen struct {
 }
 
 // walk lists the repository's source files in languages the graph parses, honouring .gitignore.
+// Folders are listed concurrently: the stat walk is the whole cost of a query when nothing changed.
 func walk(ctx context.Context, root string) ([]seen, error) {
-	var out []seen
 	var rules []ignoreRule
 	if b, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		rules = append(rules, parseGitignore("", string(b))...)
 	}
-	var visit func(dir, rel string, rules []ignoreRule) error
-	visit = func(dir, rel string, rules []ignoreRule) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	if _, err := os.ReadDir(root); err != nil {
+		return nil, fmt.Errorf("list %s: %w", root, err)
+	}
+	var (
+		mu  sync.Mutex
+		out []seen
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 4*runtime.GOMAXPROCS(0))
+	)
+	var visit func(dir, rel string, rules []ignoreRule)
+	visit = func(dir, rel string, rules []ignoreRule) {
+		if ctx.Err() != nil {
+			return
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			if rel == "" {
-				return fmt.Errorf("list %s: %w", dir, err)
-			}
-			return nil
+			return
 		}
 		for _, e := range entries {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
@@ -92,6 +100,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				break
 			}
 		}
+		var local []seen
 		for _, e := range entries {
 			name := e.Name()
 			r := name
@@ -103,8 +112,17 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				if skipDirs[name] || ignored(rules, r, true) {
 					continue
 				}
-				if err := visit(filepath.Join(dir, name), r, rules); err != nil {
-					return err
+				sub := filepath.Join(dir, name)
+				select {
+				case sem <- struct{}{}:
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						visit(sub, r, rules)
+						<-sem
+					}()
+				default:
+					visit(sub, r, rules)
 				}
 			case e.Type().IsRegular():
 				l := LangFor(name)
@@ -115,12 +133,16 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				if err != nil || info.Size() > MaxFileBytes {
 					continue
 				}
-				out = append(out, seen{rel: r, size: info.Size(), mtime: info.ModTime().UnixNano(), lang: l})
+				local = append(local, seen{rel: r, size: info.Size(), mtime: info.ModTime().UnixNano(), lang: l})
 			}
 		}
-		return nil
+		mu.Lock()
+		out = append(out, local...)
+		mu.Unlock()
 	}
-	if err := visit(root, "", rules); err != nil {
+	visit(root, "", rules)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
@@ -142,8 +164,9 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 
 	graphPath := filepath.Join(cacheDir, "graph.bin")
 	var old []*File
+	counted := false
 	if buf, err := os.ReadFile(graphPath); err == nil {
-		if old, err = decode(buf); err != nil {
+		if old, counted, err = decode(buf); err != nil {
 			old = nil // a corrupt or older graph is rebuilt from scratch
 		}
 	}
@@ -155,7 +178,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	for _, f := range old {
 		prev[f.Path] = f
 	}
-	g := &Graph{Root: root, Files: make([]*File, 0, len(list))}
+	g := &Graph{Root: root, Files: make([]*File, 0, len(list)), cache: cacheDir, counted: counted}
 	var todo []seen
 	changed := len(old) != len(list)
 	for _, s := range list {
@@ -175,12 +198,46 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	g.Missing = missing
 	g.Changed = len(parsed)
 	if changed {
-		g.computeRefCounts()
-		if err := writeAtomic(graphPath, encode(g.Files)); err != nil {
+		// Reference counts are global; they are recomputed when a tool that shows them asks (Counted).
+		g.counted = false
+		if err := writeAtomic(graphPath, encode(g.Files, false)); err != nil {
 			return nil, err
 		}
 	}
 	return g, nil
+}
+
+// Counted makes the symbols' reference counts current, storing them for the next call when it can.
+func (g *Graph) Counted(ctx context.Context) {
+	if g.counted {
+		return
+	}
+	g.computeRefCounts()
+	g.counted = true
+	if g.cache == "" {
+		return
+	}
+	unlock, err := lock(ctx, filepath.Join(g.cache, "lock"))
+	if err != nil {
+		return
+	}
+	defer unlock()
+	// Store only when no other call replaced the graph since this one read it.
+	graphPath := filepath.Join(g.cache, "graph.bin")
+	buf, err := os.ReadFile(graphPath)
+	if err != nil {
+		return
+	}
+	files, _, err := decode(buf)
+	if err != nil || len(files) != len(g.Files) {
+		return
+	}
+	for i, f := range files {
+		if f.Path != g.Files[i].Path || f.Hash != g.Files[i].Hash || f.Mtime != g.Files[i].Mtime {
+			return
+		}
+	}
+	_ = writeAtomic(graphPath, encode(g.Files, true))
 }
 
 // parseAll parses the files in todo on every core, reusing a previous parse when only the mtime moved.

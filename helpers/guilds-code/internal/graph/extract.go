@@ -188,7 +188,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		var loc localHit
 		for _, c := range m.Captures {
 			n := c.Node
-			cname := q.CaptureNameForId(c.Index)
+			cname := l.names[c.Index]
 			switch {
 			case cname == "name":
 				d.name = n.Content(src)

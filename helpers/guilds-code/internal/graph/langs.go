@@ -37,6 +37,7 @@ type Lang struct {
 	once  sync.Once
 	lang  *sitter.Language
 	query *sitter.Query
+	names []string // capture names by capture id
 	err   error
 }
 
@@ -105,6 +106,10 @@ func (l *Lang) load() (*sitter.Language, *sitter.Query, error) {
 			return
 		}
 		l.query = q
+		l.names = make([]string, q.CaptureCount())
+		for i := range l.names {
+			l.names[i] = q.CaptureNameForId(uint32(i))
+		}
 	})
 	return l.lang, l.query, l.err
 }

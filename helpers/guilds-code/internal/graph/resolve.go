@@ -11,10 +11,12 @@ import (
 type SymID struct{ F, S int32 }
 
 type index struct {
-	byName   map[string][]SymID
-	dirs     map[string][]int32 // folder → files in it
-	module   string             // Go module path at the root, "" when there is none
-	suffixes map[string][]int32 // memo: module file suffix → files
+	byName    map[string][]SymID
+	dirs      map[string][]int32            // folder → files in it
+	module    string                        // Go module path at the root, "" when there is none
+	suffixes  map[string][]int32            // memo: module file suffix → files
+	goAliases map[*File]map[string][]string // memo: a Go file's import names → folders
+	pkgNames  map[string]string             // memo: folder → Go package name
 }
 
 // Sym returns the symbol an id names.
@@ -191,6 +193,22 @@ func (g *Graph) goLocalType(f *File, from int32, name string) string {
 // goImport finds the import bound to name in f and the repository folders it maps to; ok is false
 // when name is not an import (ok with no folders means an import from outside the repository).
 func (g *Graph) goImport(f *File, name string) ([]string, bool) {
+	ix := g.index()
+	if ix.goAliases == nil {
+		ix.goAliases = map[*File]map[string][]string{}
+	}
+	m, ok := ix.goAliases[f]
+	if !ok {
+		m = g.goAliasMap(f)
+		ix.goAliases[f] = m
+	}
+	dirs, ok := m[name]
+	return dirs, ok
+}
+
+// goAliasMap binds each import's local name in f to the repository folders it maps to.
+func (g *Graph) goAliasMap(f *File) map[string][]string {
+	m := make(map[string][]string, len(f.Imports))
 	for _, im := range f.Imports {
 		dirs := g.goImportDirs(im.Path)
 		alias := im.Alias
@@ -202,11 +220,11 @@ func (g *Graph) goImport(f *File, name string) ([]string, bool) {
 				alias = goDefaultName(im.Path)
 			}
 		}
-		if alias == name {
-			return dirs, true
+		if _, dup := m[alias]; !dup {
+			m[alias] = dirs
 		}
 	}
-	return nil, false
+	return m
 }
 
 func goDefaultName(p string) string {
@@ -238,13 +256,23 @@ func (g *Graph) goImportDirs(imp string) []string {
 
 // goPkgName is the package declared by a folder's non-test files.
 func (g *Graph) goPkgName(dir string) string {
-	for _, fi := range g.index().dirs[dir] {
+	ix := g.index()
+	if n, ok := ix.pkgNames[dir]; ok {
+		return n
+	}
+	name := ""
+	for _, fi := range ix.dirs[dir] {
 		f := g.Files[fi]
 		if f.Lang == "go" && f.Pkg != "" && !strings.HasSuffix(f.Pkg, "_test") {
-			return f.Pkg
+			name = f.Pkg
+			break
 		}
 	}
-	return ""
+	if ix.pkgNames == nil {
+		ix.pkgNames = map[string]string{}
+	}
+	ix.pkgNames[dir] = name
+	return name
 }
 
 // resolveModule handles Python and JavaScript/TypeScript imports, self/this and same-file scope.

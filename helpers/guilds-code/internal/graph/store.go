@@ -8,12 +8,18 @@ import (
 )
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x02"
+const magic = "GRAFT\x00\x03"
 
-// encode writes the graph's files in the compact on-disk form.
-func encode(files []*File) []byte {
+// encode writes the graph's files in the compact on-disk form; counted says whether the symbols'
+// reference counts are current.
+func encode(files []*File, counted bool) []byte {
 	e := encoder{buf: make([]byte, 0, 1<<16)}
 	e.buf = append(e.buf, magic...)
+	if counted {
+		e.buf = append(e.buf, 1)
+	} else {
+		e.buf = append(e.buf, 0)
+	}
 	e.uv(uint64(len(files)))
 	for _, f := range files {
 		e.str(f.Path)
@@ -71,12 +77,14 @@ func (e *encoder) str(s string) {
 // errCorrupt reports a graph file that cannot be read; the caller rebuilds.
 var errCorrupt = errors.New("graph file is corrupt")
 
-// decode reads a graph file. Strings point into buf, which must stay unchanged while the result lives.
-func decode(buf []byte) ([]*File, error) {
-	if len(buf) < len(magic) || string(buf[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: unknown header", errCorrupt)
+// decode reads a graph file and whether its reference counts are current. Strings point into buf,
+// which must stay unchanged while the result lives.
+func decode(buf []byte) ([]*File, bool, error) {
+	if len(buf) < len(magic)+1 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
+		return nil, false, fmt.Errorf("%w: unknown header", errCorrupt)
 	}
-	d := decoder{buf: buf, off: len(magic)}
+	counted := buf[len(magic)] == 1
+	d := decoder{buf: buf, off: len(magic) + 1}
 	n := d.count(8)
 	files := make([]*File, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
@@ -132,9 +140,9 @@ func decode(buf []byte) ([]*File, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, d.err
+		return nil, false, d.err
 	}
-	return files, nil
+	return files, counted, nil
 }
 
 type decoder struct {

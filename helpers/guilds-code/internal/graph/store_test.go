@@ -17,7 +17,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decode(encode(g.Files))
+	got, _, err := decode(encode(g.Files, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestCorruptCacheIsRebuilt(t *testing.T) {
 	if _, err := Open(context.Background(), root, cache); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cache, "graph.bin"), []byte("GRAFT\x00\x02\xff\xff\xff"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cache, "graph.bin"), []byte("GRAFT\x00\x03\x01\xff\xff\xff"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g, err := Open(context.Background(), root, cache)
@@ -105,7 +105,7 @@ func TestConcurrentOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decode(buf); err != nil {
+	if _, _, err := decode(buf); err != nil {
 		t.Fatalf("graph file after concurrent calls: %v", err)
 	}
 	left, _ := filepath.Glob(filepath.Join(cache, ".graph-*"))
@@ -153,18 +153,18 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	good := encode(g.Files)
+	good := encode(g.Files, false)
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(magic))
 	f.Add([]byte("junk"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		files, err := decode(b)
+		files, counted, err := decode(b)
 		if err != nil {
 			return
 		}
 		// What decodes must survive another round trip unchanged.
-		again, err := decode(encode(files))
+		again, _, err := decode(encode(files, counted))
 		if err != nil {
 			t.Fatalf("re-encoded graph does not decode: %v", err)
 		}

@@ -38,6 +38,7 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 	if err := r.open(ctx, c); err != nil {
 		return "", meta(r, 0), err
 	}
+	r.g.Counted(ctx)
 	type group struct {
 		key   string
 		head  string

@@ -55,6 +55,7 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 		return envelope.Errorf(meta(r, 0), "%v", err)
 	}
 	g := r.g
+	g.Counted(ctx)
 	type cluster struct {
 		dir         string
 		files, syms int
@@ -298,6 +299,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 		return envelope.Errorf(meta(r, 0), "%v", err)
 	}
 	g := r.g
+	g.Counted(ctx)
 	type scored struct {
 		id    SymID
 		score float64
