@@ -230,6 +230,16 @@ func TestTools(t *testing.T) {
 		sb.ok(t, "browser_click", map[string]string{"locator": ref(t, string(full), "button", "Item number 600")})
 	})
 
+	t.Run("refs inside an iframe", func(t *testing.T) {
+		nav(t, "frame.html")
+		snap := sb.ok(t, "browser_snapshot", nil)
+		sb.ok(t, "browser_fill", map[string]string{"locator": ref(t, snap, "textbox", "Full name"), "value": "Grace Hopper"})
+		sb.ok(t, "browser_click", map[string]string{"locator": ref(t, snap, "button", "Save")})
+		if snap = sb.ok(t, "browser_snapshot", nil); !strings.Contains(snap, "Saved: Grace Hopper <old@example.com>") {
+			t.Fatalf("the iframe's form was not submitted:\n%s", snap)
+		}
+	})
+
 	t.Run("unknown tool", func(t *testing.T) {
 		sb.fails(t, "browser_fly", nil, `unknown tool "browser_fly"`, "browser_snapshot")
 	})

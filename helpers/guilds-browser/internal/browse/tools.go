@@ -166,7 +166,7 @@ func navigate(ctx context.Context, s *Session, c *daemon.Call, args any) (envelo
 	a := args.(*navigateArgs)
 	p := s.page
 	prev := p.URL()
-	resp, err := p.Goto(a.URL, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad})
+	resp, err := p.Goto(a.URL, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad, Timeout: playwright.Float(45000)})
 	if err != nil {
 		s.restore(prev)
 		return envelope.Reply{}, fmt.Errorf("could not load %s: %s; the page stays at %s", a.URL, playwrightMessage(err), orBlank(prev))
@@ -200,11 +200,11 @@ func (s *Session) restore(prev string) {
 		return
 	}
 	if prev == "" || prev == "about:blank" {
-		p.Goto("about:blank", playwright.PageGotoOptions{Timeout: playwright.Float(10000)})
+		p.Goto("about:blank", playwright.PageGotoOptions{Timeout: playwright.Float(5000)})
 		return
 	}
-	if _, err := p.GoBack(playwright.PageGoBackOptions{Timeout: playwright.Float(10000), WaitUntil: playwright.WaitUntilStateCommit}); err != nil || p.URL() != prev {
-		p.Goto(prev, playwright.PageGotoOptions{Timeout: playwright.Float(10000)})
+	if _, err := p.GoBack(playwright.PageGoBackOptions{Timeout: playwright.Float(5000), WaitUntil: playwright.WaitUntilStateCommit}); err != nil || p.URL() != prev {
+		p.Goto(prev, playwright.PageGotoOptions{Timeout: playwright.Float(5000)})
 	}
 }
 
@@ -217,8 +217,7 @@ func playwrightMessage(err error) string {
 	last := ""
 	if m := callLogRE.FindStringSubmatch(msg); m != nil {
 		msg = msg[:len(msg)-len(m[0])]
-		lines := strings.Split(strings.TrimSpace(m[1]), "\n")
-		last = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[len(lines)-1]), "- "))
+		last = telling(strings.Split(strings.TrimSpace(m[1]), "\n"))
 	}
 	if i := strings.LastIndex(msg, "playwright: "); i >= 0 {
 		msg = msg[i+len("playwright: "):]
@@ -228,6 +227,24 @@ func playwrightMessage(err error) string {
 		msg += " (last step: " + last + ")"
 	}
 	return msg
+}
+
+var retryNoiseRE = regexp.MustCompile(`^(waiting \d+ms|retrying .*|\d+ × .*)$`)
+
+// telling picks the call-log line that says why Playwright kept waiting: the last "element is …"
+// line, else the last one that is not retry noise.
+func telling(lines []string) string {
+	fallback := ""
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "- "))
+		if strings.HasPrefix(l, "element ") || strings.Contains(l, "intercepts pointer events") {
+			return l
+		}
+		if fallback == "" && l != "" && !retryNoiseRE.MatchString(l) {
+			fallback = l
+		}
+	}
+	return fallback
 }
 
 // actTimeout bounds waiting for an element to become actionable (visible, enabled, stable).
