@@ -119,7 +119,7 @@ func ParseLocator(s string) (Locator, error) {
 		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\")", s)
 	}
 	l := Locator{Role: strings.ToLower(role)}
-	if !ariaRoles[l.Role] {
+	if !strings.Contains(ariaRoles, " "+l.Role+" ") {
 		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\"): %q is not an ARIA role", s, role)
 	}
 	rest = strings.TrimSpace(rest)
@@ -155,11 +155,5 @@ func (l Locator) String() string {
 	return l.Role + " " + string(b)
 }
 
-// ariaRoles are the roles Playwright's getByRole accepts.
-var ariaRoles = map[string]bool{}
-
-func init() {
-	for _, r := range strings.Fields(`alert alertdialog application article banner blockquote button caption cell checkbox code columnheader combobox complementary contentinfo definition deletion dialog directory document emphasis feed figure form generic grid gridcell group heading img insertion link list listbox listitem log main marquee math meter menu menubar menuitem menuitemcheckbox menuitemradio navigation none note option paragraph presentation progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox separator slider spinbutton status strong subscript superscript switch tab table tablist tabpanel term textbox time timer toolbar tooltip tree treegrid treeitem`) {
-		ariaRoles[r] = true
-	}
-}
+// ariaRoles are the roles Playwright's getByRole accepts, space-separated (no work at init).
+const ariaRoles = " alert alertdialog application article banner blockquote button caption cell checkbox code columnheader combobox complementary contentinfo definition deletion dialog directory document emphasis feed figure form generic grid gridcell group heading img insertion link list listbox listitem log main marquee math meter menu menubar menuitem menuitemcheckbox menuitemradio navigation none note option paragraph presentation progressbar radio radiogroup region row rowgroup rowheader scrollbar search searchbox separator slider spinbutton status strong subscript superscript switch tab table tablist tabpanel term textbox time timer toolbar tooltip tree treegrid treeitem "
