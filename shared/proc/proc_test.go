@@ -274,3 +274,15 @@ func TestRunGroupAndSession(t *testing.T) {
 		}
 	}
 }
+
+func TestRunLineBufferedBeforeTimeout(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed")
+	}
+	// perl buffers a pipe in blocks but a terminal by lines: what it printed before being
+	// killed is only there because the output is a terminal.
+	res, out := bash(t, `exec perl -e 'print "early line\n"; sleep 60'`, func(c *Cmd) { c.Timeout = 3 * time.Second; c.Grace = 200 * time.Millisecond })
+	if !res.TimedOut || out != "early line\n" {
+		t.Fatalf("result %+v output %q", res, out)
+	}
+}
