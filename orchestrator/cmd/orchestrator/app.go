@@ -167,14 +167,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return errors.New("GUILDS_ADMIN_TOKEN is not set: the operator API needs a bearer token; set it in the environment or .env (make run generates one)")
 	}
 	reg := registry.New()
-	if err := registerTools(reg); err != nil {
-		return err
-	}
-	if h.tools != nil {
-		if err := h.tools(reg); err != nil {
-			return err
-		}
-	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on GUILDS_LISTEN=%s: %w", cfg.Listen, err)
@@ -192,6 +184,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	log.Info("migrations applied", "applied", applied)
 
 	store := postgres.NewStore(pool)
+	if err := registerTools(reg, store); err != nil {
+		return err
+	}
+	if h.tools != nil {
+		if err := h.tools(reg); err != nil {
+			return err
+		}
+	}
 	cat, policy, err := catalogService(ctx, cfg, store, reg, log)
 	if err != nil {
 		return err

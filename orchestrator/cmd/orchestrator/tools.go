@@ -1,10 +1,24 @@
 package main
 
-import "github.com/guildsai/guilds/orchestrator/registry"
+import (
+	"fmt"
+
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/tools/memory"
+	"github.com/guildsai/guilds/orchestrator/tools/notes"
+)
 
 // registerTools is the one place tool families are wired: each family package registers its
-// native tools here (e.g. notes.Register(reg, deps)). No family is available yet.
-func registerTools(reg *registry.Registry) error {
-	_ = reg
+// native tools here over the store they use.
+func registerTools(reg *registry.Registry, store *postgres.Store) error {
+	for name, register := range map[string]func(*registry.Registry) error{
+		"notes":  (&notes.Tools{Store: store}).Register,
+		"memory": (&memory.Tools{Store: store}).Register,
+	} {
+		if err := register(reg); err != nil {
+			return fmt.Errorf("register %s tools: %w", name, err)
+		}
+	}
 	return nil
 }
