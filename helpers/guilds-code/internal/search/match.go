@@ -95,7 +95,7 @@ type syntaxSearch struct {
 	pattern  string // the pattern given to the engine
 	selector string // the node kind to match inside pattern, when it is wrapped
 	note     string // how the pattern was read, when not as given
-	found    []sgMatch
+	tally    matchTally
 	timedOut bool
 }
 
@@ -116,7 +116,7 @@ func (s *syntaxSearch) run(ctx context.Context) error {
 	if err := s.search(ctx); err != nil {
 		return err
 	}
-	if s.known && s.selector == "" && len(s.found) == 0 && !s.timedOut {
+	if s.known && s.selector == "" && s.tally.lines == 0 && !s.timedOut {
 		// A pattern with a syntax error can still match (the engine only warns); one that
 		// matched nothing and does not parse gets a form that does.
 		_, broken, err := s.parse(ctx, s.pattern)
@@ -127,7 +127,7 @@ func (s *syntaxSearch) run(ctx context.Context) error {
 			return fmt.Errorf("%s", patternHelp(s.lang, true))
 		}
 	}
-	if len(s.found) == 0 && !s.known && s.pl.isDir && !s.timedOut && qualifiedCall().MatchString(s.a.Pattern) {
+	if s.tally.lines == 0 && !s.known && s.pl.isDir && !s.timedOut && qualifiedCall().MatchString(s.a.Pattern) {
 		// Without lang, Go files read a bare pkg.Func(args) as a type conversion and match
 		// nothing; read it once more as a Go call in them.
 		goLang, _ := lookupLang("go")
@@ -184,8 +184,7 @@ func (s *syntaxSearch) searchBatch(ctx context.Context, paths []string) error {
 	args = append(append(args, "--"), paths...)
 	o, err := stream(ctx, s.pl.dir, s.bin, args, func(line []byte) bool {
 		if m, err := parseSGMatch(line); err == nil {
-			m.Text = showLine(m.Text) // shaped now, so memory stays small
-			s.found = append(s.found, m)
+			s.tally.add(m, s.limit)
 		}
 		return true
 	})
@@ -193,7 +192,7 @@ func (s *syntaxSearch) searchBatch(ctx context.Context, paths []string) error {
 		return err
 	}
 	s.timedOut = o.timedOut
-	if o.code > 1 && len(s.found) == 0 {
+	if o.code > 1 && s.tally.lines == 0 {
 		if msg, ok := syntaxError(o.stderr, s.lang, s.known); ok {
 			return fmt.Errorf("%s", msg)
 		}
@@ -302,17 +301,9 @@ func cleanSyntaxText(s string) string {
 
 // reply shapes the matches: sorted by path and line, one line each, then the totals.
 func (s *syntaxSearch) reply(max int) envelope.Reply {
-	slices.SortFunc(s.found, func(x, y sgMatch) int { return cmp.Or(cmp.Compare(x.File, y.File), cmp.Compare(x.Line, y.Line)) })
-	// Nested matches on one line are one line: show it and count it once.
-	s.found = slices.CompactFunc(s.found, func(x, y sgMatch) bool { return x.File == y.File && x.Line == y.Line })
-	files := 0
-	for i, m := range s.found {
-		if i == 0 || m.File != s.found[i-1].File {
-			files++
-		}
-	}
-	meta := map[string]any{"matches": len(s.found), "files": files}
-	shown := s.found[:min(len(s.found), s.limit)]
+	shown := s.tally.first(s.limit)
+	files := len(s.tally.files)
+	meta := map[string]any{"matches": s.tally.lines, "files": files}
 	lines := make([]string, 0, len(shown))
 	for _, m := range shown {
 		lines = append(lines, fmt.Sprintf("%s:%d: %s", s.pl.display(m.File), m.Line, m.Text))
@@ -320,9 +311,9 @@ func (s *syntaxSearch) reply(max int) envelope.Reply {
 	var tail []string
 	total := ""
 	switch {
-	case len(s.found) == 0 && s.timedOut:
+	case s.tally.lines == 0 && s.timedOut:
 		tail = append(tail, "no structural matches found before the search stopped")
-	case len(s.found) == 0:
+	case s.tally.lines == 0:
 		where := "the working directory"
 		if s.pl.target != "." {
 			where = s.pl.display(s.pl.target)
@@ -333,12 +324,12 @@ func (s *syntaxSearch) reply(max int) envelope.Reply {
 		}
 		tail = append(tail, msg)
 	default:
-		total = fmt.Sprintf("%s in %s", plural(len(s.found), "matching line", "matching lines"), plural(files, "file", "files"))
+		total = fmt.Sprintf("%s in %s", plural(s.tally.lines, "matching line", "matching lines"), plural(files, "file", "files"))
 		if s.timedOut {
 			total = "at least " + total
 		}
 		line := total
-		if left := len(s.found) - len(shown); left > 0 {
+		if left := s.tally.lines - len(shown); left > 0 {
 			line += fmt.Sprintf("; %d more not shown (limit %d; narrow with path or lang)", left, s.limit)
 		}
 		tail = append(tail, line)
@@ -353,4 +344,58 @@ func (s *syntaxSearch) reply(max int) envelope.Reply {
 	short := strings.Join(append([]string{total + "; narrow with path or lang to see the rest"}, notes...), "\n") + "\n"
 	end := strings.Join(append(tail, notes...), "\n") + "\n"
 	return envelope.Reply{Text: fitResult(max, lines, end, short), Meta: meta}
+}
+
+// matchTally counts structural matches as distinct matching lines and files, and keeps only
+// the first lines by path and line that can be shown, so memory stays bounded on any tree.
+type matchTally struct {
+	lines   int             // distinct matching lines
+	files   map[string]bool // files with a match
+	curFile string          // the engine reports a file's matches together
+	curSeen map[int]bool    // lines of curFile already counted
+	best    []sgMatch       // candidates for the first lines shown
+	sorted  bool            // best is sorted, deduplicated and at most limit long
+}
+
+func sgLess(x, y sgMatch) int {
+	return cmp.Or(cmp.Compare(x.File, y.File), cmp.Compare(x.Line, y.Line))
+}
+
+// add counts one match and keeps it when it may be among the first limit lines.
+func (t *matchTally) add(m sgMatch, limit int) {
+	if t.files == nil {
+		t.files = map[string]bool{}
+	}
+	if m.File != t.curFile {
+		t.curFile, t.curSeen = m.File, map[int]bool{}
+	}
+	if t.curSeen[m.Line] {
+		return // nested matches on one line are one line
+	}
+	t.curSeen[m.Line] = true
+	t.lines++
+	t.files[m.File] = true
+	if t.sorted && len(t.best) >= limit && sgLess(m, t.best[len(t.best)-1]) >= 0 {
+		return
+	}
+	m.Text = showLine(m.Text)
+	t.best = append(t.best, m)
+	t.sorted = false
+	if len(t.best) >= 4*limit {
+		t.compact(limit)
+	}
+}
+
+// compact sorts the candidates, drops repeated lines and keeps the first limit.
+func (t *matchTally) compact(limit int) {
+	slices.SortFunc(t.best, sgLess)
+	t.best = slices.CompactFunc(t.best, func(x, y sgMatch) bool { return x.File == y.File && x.Line == y.Line })
+	t.best = t.best[:min(len(t.best), limit)]
+	t.sorted = true
+}
+
+// first returns the first limit matching lines by path and line.
+func (t *matchTally) first(limit int) []sgMatch {
+	t.compact(limit)
+	return t.best
 }

@@ -275,3 +275,25 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchTally(t *testing.T) {
+	var tl matchTally
+	// Files arrive in any order, each with its matches together; nested matches share a line.
+	for _, f := range []string{"c.go", "a.go", "b.go"} {
+		for line := 50; line >= 1; line-- {
+			tl.add(sgMatch{File: f, Line: line, Text: fmt.Sprintf("%s %d", f, line)}, 3)
+			tl.add(sgMatch{File: f, Line: line, Text: "nested"}, 3)
+		}
+	}
+	if tl.lines != 150 || len(tl.files) != 3 {
+		t.Errorf("tally %d lines in %d files, want 150 in 3", tl.lines, len(tl.files))
+	}
+	got := tl.first(3)
+	want := []sgMatch{{"a.go", 1, "a.go 1"}, {"a.go", 2, "a.go 2"}, {"a.go", 3, "a.go 3"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("first(3) = %v, want %v", got, want)
+	}
+	if len(tl.best) > 3 {
+		t.Errorf("kept %d candidates for 3 lines", len(tl.best))
+	}
+}
