@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
@@ -38,10 +37,7 @@ func resolve(c *runs.Call, p string) (target, error) {
 		return target{}, err
 	}
 	// Show the name the model used (cleaned) when it stays inside the workspace; else the real one.
-	lexical := filepath.Clean(p)
-	if !filepath.IsAbs(lexical) {
-		lexical = filepath.Join(c.Cwd(), lexical)
-	}
+	lexical := c.Abs(p)
 	shown := c.Rel(real)
 	if runs.Within(c.Home, lexical) {
 		shown = c.Rel(lexical)

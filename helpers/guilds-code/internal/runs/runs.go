@@ -110,9 +110,22 @@ func (c *Call) SetCwd(dir string) error {
 // ErrOutside is returned for a path that resolves outside the workspace.
 var ErrOutside = errors.New("outside the workspace")
 
-// Resolve turns a tool's path argument into an absolute path inside Home: relative paths start
-// at the run's working directory, links are followed (for a path that does not exist yet, through
-// its deepest existing ancestor), and anything that lands outside Home is refused.
+// Abs is a tool's path argument as a clean absolute path, before any link is followed: relative
+// paths start at the run's working directory, and "~" and "~/…" at Home, as the shell the model
+// also uses expands them ("./~" names a file called "~").
+func (c *Call) Abs(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		p = c.Home + p[1:]
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Cwd(), p)
+	}
+	return filepath.Clean(p)
+}
+
+// Resolve turns a tool's path argument into an absolute path inside Home: Abs, then links
+// followed (for a path that does not exist yet, through its deepest existing ancestor), and
+// anything that lands outside Home is refused.
 func (c *Call) Resolve(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("path is empty")
@@ -120,11 +133,7 @@ func (c *Call) Resolve(p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", errors.New("path contains a NUL byte")
 	}
-	abs := p
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(c.Cwd(), abs)
-	}
-	abs = filepath.Clean(abs)
+	abs := c.Abs(p)
 	home, err := filepath.EvalSymlinks(c.Home)
 	if err != nil {
 		return "", fmt.Errorf("workspace %s: %w", c.Home, err)
