@@ -207,6 +207,12 @@ type ServerPatch struct {
 	Published   *bool   `json:"published"`
 }
 
+// ToolPatch is an instance admin's edit of one published catalog tool: nil fields stay.
+type ToolPatch struct {
+	Description *string `json:"description"`
+	Published   *bool   `json:"published"`
+}
+
 // ConnectWrite is what a successful token Connect stores, in one transaction: the connection
 // (created, or a pending or disconnected one retried), its sealed credentials, its listed tools, the
 // default-off overlays of new tools at the owner scope, and the enabled binding at the owner scope.

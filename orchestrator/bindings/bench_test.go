@@ -87,7 +87,10 @@ func BenchmarkRunOffer(b *testing.B) {
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		offer := measure(func() error { _, _, err := w.policy.OfferWithMCP(ctx, in, all); return err })
-		start := measure(func() error { _, err := w.runs.StartRun(ctx, "a1", runs.StartRequest{Kind: orchestrator.KindDirect}); return err })
+		start := measure(func() error {
+			_, err := w.runs.StartRun(ctx, "a1", runs.StartRequest{Kind: orchestrator.KindDirect})
+			return err
+		})
 		floor := measure(func() error { var one int; return w.pool.QueryRow(ctx, "SELECT 1").Scan(&one) })
 		naive := measure(func() error { return perToolResolve(ctx, w, native, servers) })
 		b.ReportMetric(offer, "offer_median_ms")

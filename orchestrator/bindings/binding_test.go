@@ -1,6 +1,7 @@
 package bindings_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -99,6 +100,14 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 	if _, err := w.svc.PatchServer(w.ctx, "coingecko", orchestrator.ServerPatch{Description: &desc}); err != nil {
 		t.Fatal(err)
 	}
+	coinDesc := "One coin's data (we quote in EUR)."
+	if _, err := w.svc.PatchTool(w.ctx, "coingecko", "coin", orchestrator.ToolPatch{Description: &coinDesc}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, func() error {
+		_, err := w.svc.PatchTool(w.ctx, "coingecko", "moon", orchestrator.ToolPatch{Description: &coinDesc})
+		return err
+	}(), orchestrator.ENOTFOUND, "publishes no tool")
 	wantErr(t, func() error { _, err := w.svc.PatchServer(w.ctx, "coingecko", orchestrator.ServerPatch{}); return err }(), orchestrator.EINVALID, "nothing to change")
 	wantErr(t, func() error {
 		_, err := w.svc.PatchServer(w.ctx, "myspace", orchestrator.ServerPatch{Description: &desc})
@@ -110,7 +119,10 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 		m.Description = "v2: " + m.Description
 		if m.Slug == "coingecko" {
 			m.URL = "https://pro-api.coingecko.com/api/v4"
-			m.Tools = m.Tools[:7] // "trending" is retired
+			m.Tools = append([]orchestrator.CatalogTool(nil), m.Tools[:7]...) // "trending" is retired
+			for j := range m.Tools {
+				m.Tools[j].Description = "v2: " + m.Tools[j].Description
+			}
 		}
 		changed[i] = m
 	}
@@ -127,6 +139,14 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 		case "coingecko":
 			if s.Description != desc || s.CopySource != orchestrator.CopyAdmin || s.URL != "https://pro-api.coingecko.com/api/v4" || len(s.Tools) != 7 {
 				t.Fatalf("admin-edited row after reseed: %q %s %s %d tools", s.Description, s.CopySource, s.URL, len(s.Tools))
+			}
+			for _, tl := range s.Tools {
+				if tl.Name == "coin" && (tl.Description != coinDesc || tl.CopySource != orchestrator.CopyAdmin) {
+					t.Fatalf("admin-edited tool after reseed: %+v", tl)
+				}
+				if tl.Name == "chart" && (!strings.HasPrefix(tl.Description, "v2: ") || tl.CopySource != orchestrator.CopySeed) {
+					t.Fatalf("seed tool not updated: %+v", tl)
+				}
 			}
 		default:
 			if s.Description[:4] != "v2: " || s.CopySource != orchestrator.CopySeed {

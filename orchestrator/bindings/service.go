@@ -80,6 +80,34 @@ func (s *Service) PatchServer(ctx context.Context, slug string, p orchestrator.S
 	return s.Store.PatchServer(ctx, slug, *p.Normalized(), s.now())
 }
 
+// PatchTool applies an admin edit of one published tool's copy (description, published).
+func (s *Service) PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch) (orchestrator.MCPServer, error) {
+	srv, err := s.server(ctx, slug)
+	if err != nil {
+		return srv, err
+	}
+	found := false
+	var names []string
+	for _, t := range srv.Tools {
+		found = found || t.Name == name
+		names = append(names, t.Name)
+	}
+	if !found {
+		return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "%s publishes no tool %q; its tools are %s", srv.Name, name, strings.Join(names, ", "))
+	}
+	if p.Description == nil && p.Published == nil {
+		return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "nothing to change: send description or published")
+	}
+	if p.Description != nil {
+		d := strings.TrimSpace(*p.Description)
+		if d == "" || utf8.RuneCountInString(d) > 4000 {
+			return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "description must be 1 to 4000 characters")
+		}
+		p.Description = &d
+	}
+	return s.Store.PatchTool(ctx, slug, name, p, s.now())
+}
+
 // server reads a catalog row, naming the known slugs when it does not exist.
 func (s *Service) server(ctx context.Context, slug string) (orchestrator.MCPServer, error) {
 	srv, err := s.Store.GetServer(ctx, slug)

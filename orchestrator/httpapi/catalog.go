@@ -12,6 +12,7 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 	api.Get("/mcp/servers", s.listServers)
 	api.Get("/admin/mcp/servers", s.adminListServers)
 	api.Patch("/admin/mcp/servers/:slug", s.patchServer)
+	api.Patch("/admin/mcp/servers/:slug/tools/:name", s.patchTool)
 	api.Post("/mcp/connections", s.connect)
 	api.Get("/mcp/connections", s.listConnections)
 	api.Get("/mcp/connections/:id", s.getConnection)
@@ -68,6 +69,22 @@ func (s *Server) patchServer(c *fiber.Ctx) error {
 		return err
 	}
 	srv, err := b.PatchServer(c.UserContext(), c.Params("slug"), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(srv)
+}
+
+func (s *Server) patchTool(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var p orchestrator.ToolPatch
+	if err := decode(c, &p); err != nil {
+		return err
+	}
+	srv, err := b.PatchTool(c.UserContext(), c.Params("slug"), c.Params("name"), p)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,15 @@ func TestCatalogConnectBindAndRun(t *testing.T) {
 	if st != 422 || !strings.Contains(errMessage(out), "unknown field") {
 		t.Fatalf("%d %v", st, out)
 	}
+	tool := e.must(200, "PATCH", "/api/admin/mcp/servers/coingecko/tools/trending", map[string]any{"published": false})
+	for _, tl := range tool["tools"].([]any) {
+		if tl := tl.(map[string]any); tl["name"] == "trending" && (tl["published"] != false || tl["copy_source"] != "admin") {
+			t.Fatalf("patched tool %v", tl)
+		}
+	}
+	if st, _ := e.do("PATCH", "/api/admin/mcp/servers/coingecko/tools/moon", map[string]any{"published": false}); st != 404 {
+		t.Fatalf("unknown tool: %d", st)
+	}
 	if st, _ := e.do("PATCH", "/api/admin/mcp/servers/myspace", map[string]any{"description": "x"}); st != 404 {
 		t.Fatalf("unknown slug: %d", st)
 	}

@@ -211,6 +211,19 @@ func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.Ser
 	return s.GetServer(ctx, slug)
 }
 
+// PatchTool applies an admin edit to one catalog tool; reseeds then keep it.
+func (s *Store) PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch, now time.Time) (orchestrator.MCPServer, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE mcp_catalog_tools SET description = COALESCE($3, description), published = COALESCE($4, published),
+		copy_source = 'admin', updated_at = $5 WHERE server_slug = $1 AND name = $2`, slug, name, p.Description, p.Published, now)
+	if err != nil {
+		return orchestrator.MCPServer{}, fmt.Errorf("patch tool %s/%s: %w", slug, name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.MCPServer{}, notFound("catalog tool", slug+"/"+name)
+	}
+	return s.GetServer(ctx, slug)
+}
+
 const connectionColumns = `c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''),
 	c.status, c.account_hint, c.settings, c.verified_at, c.listed_at, c.created_at, c.updated_at,
 	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id)`
