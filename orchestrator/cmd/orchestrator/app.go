@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -41,7 +42,8 @@ commands:
 
 Configuration comes from the environment and ./.env (the environment wins): GUILDS_LISTEN,
 GUILDS_ADMIN_TOKEN (required by serve), DATABASE_URL (unset: a local PostgreSQL cluster under
-GUILDS_DATA_DIR, default .data/), GUILDS_LOG_LEVEL, and the integrations' keys.
+GUILDS_DATA_DIR, default .data/), GUILDS_LOG_LEVEL, GUILDS_SECRET_KEY (32 bytes, base64 or hex: encrypts
+stored credentials; without it Connect is refused), and the integrations' keys.
 `
 
 // run is the whole program; it returns the exit status.
@@ -199,7 +201,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   policy,
-		Secrets: orchestrator.NoRunSecrets{},
+		Secrets: bindings.JoinSecrets(orchestrator.NoRunSecrets{}, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
 	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})

@@ -1,0 +1,91 @@
+package bindings
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/sealed"
+)
+
+// CredentialStore reads a connection's sealed credentials; postgres.Store implements it.
+type CredentialStore interface {
+	SealedCredentials(ctx context.Context, connectionID string) ([]byte, error)
+}
+
+// ConnectionSecrets is the run redaction source of logins: the credential values of every
+// connection the run's snapshot offers tools through (API keys, Qonto's login and secret key,
+// Wallet's keys) join the run's redaction set. A run without MCP tools costs nothing.
+type ConnectionSecrets struct {
+	Store CredentialStore
+	Box   *sealed.Box
+}
+
+// RunSecretValues opens the credentials of the run's connections, in memory only.
+func (c ConnectionSecrets) RunSecretValues(ctx context.Context, run orchestrator.Run) ([]string, error) {
+	seen := map[string]bool{}
+	var vals []string
+	for _, t := range run.OfferedTools {
+		if t.ConnectionID == "" || seen[t.ConnectionID] {
+			continue
+		}
+		seen[t.ConnectionID] = true
+		if c.Box == nil {
+			return nil, fmt.Errorf("run %s offers tools of connection %s but %s is not set, so its credentials cannot be opened for redaction", run.ID, t.ConnectionID, sealed.KeyVar)
+		}
+		b, err := c.Store.SealedCredentials(ctx, t.ConnectionID)
+		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+			continue // deleted since the run started: its calls fail on their own
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 {
+			continue // a pending login holds no credentials yet
+		}
+		plain, err := c.Box.Open(b, SealedFor(t.ConnectionID))
+		if err != nil {
+			return nil, fmt.Errorf("open the credentials of connection %s: %w", t.ConnectionID, err)
+		}
+		var creds map[string]string
+		err = json.Unmarshal(plain, &creds)
+		clear(plain)
+		if err != nil {
+			return nil, fmt.Errorf("credentials of connection %s: %w", t.ConnectionID, err)
+		}
+		keys := make([]string, 0, len(creds))
+		for k := range creds {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			vals = append(vals, creds[k])
+		}
+	}
+	return vals, nil
+}
+
+// JoinSecrets is a RunSecrets that yields the values of every source (nil sources are skipped).
+func JoinSecrets(sources ...orchestrator.RunSecrets) orchestrator.RunSecrets {
+	return joined(sources)
+}
+
+type joined []orchestrator.RunSecrets
+
+// RunSecretValues concatenates the sources' values; the first error stops it.
+func (j joined) RunSecretValues(ctx context.Context, run orchestrator.Run) ([]string, error) {
+	var out []string
+	for _, s := range j {
+		if s == nil {
+			continue
+		}
+		v, err := s.RunSecretValues(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
