@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// PrefixConnection is the id prefix of connections.
+const PrefixConnection = "conn"
+
 // Binding scopes, walked in this order by the resolution.
 const (
 	ScopePlatform = "platform"

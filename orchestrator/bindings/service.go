@@ -226,7 +226,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 		hint = ver.AccountHint
 	}
 	conn, err := s.Store.Connect(ctx, orchestrator.ConnectWrite{
-		Server: srv, Owner: owner, NewID: orchestrator.NewID("conn"), AccountHint: hint, Settings: settings,
+		Server: srv, Owner: owner, NewID: orchestrator.NewID(orchestrator.PrefixConnection), AccountHint: hint, Settings: settings,
 		Seal:     func(id string) []byte { return s.Box.Seal(plain, SealedFor(id)) },
 		Verified: ver.Checked, Tools: tools, Now: s.now(),
 	})
