@@ -2,6 +2,8 @@ package bindings_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -217,5 +219,46 @@ func TestDeleteCascades(t *testing.T) {
 	}
 	if _, err := w.store.GetConnection(w.ctx, gc.ID); orchestrator.ErrorCode(err) != orchestrator.ENOTFOUND {
 		t.Fatalf("the deleted guild's login remains: %v", err)
+	}
+}
+
+// verifierFunc adapts a function to bindings.Verifier, to test the seam the live checks plug into.
+type verifierFunc func(orchestrator.MCPServer, map[string]string) (bindings.Verification, error)
+
+func (f verifierFunc) Verify(_ context.Context, s orchestrator.MCPServer, c map[string]string) (bindings.Verification, error) {
+	return f(s, c)
+}
+
+// TestVerifierSeam: a server's Verifier decides whether Connect stores the login (a refusal writes
+// nothing), what it lists, its account hint, and verified_at.
+func TestVerifierSeam(t *testing.T) {
+	w := newWorld(t)
+	w.svc.Verifiers = map[string]bindings.Verifier{
+		"etherscan": verifierFunc(func(s orchestrator.MCPServer, c map[string]string) (bindings.Verification, error) {
+			if c["api_key"] != "good" {
+				return bindings.Verification{}, errors.New("HTTP 401 from https://mcp.etherscan.io/mcp: invalid API key")
+			}
+			return bindings.Verification{Checked: true, AccountHint: "free plan", Tools: []orchestrator.CatalogTool{
+				{Name: "get.balance", Description: "Balance of an address.", InputSchema: []byte(`{"type":"object","properties":{"address":{"type":"string"}},"required":["address"]}`)},
+			}}, nil
+		}),
+	}
+	_, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "etherscan", Scope: "org", ScopeID: "o1", Credentials: map[string]string{"api_key": "bad"}})
+	wantErr(t, err, orchestrator.EINVALID, "Etherscan refused the login: HTTP 401")
+	if w.count("mcp_connections") != 0 {
+		t.Fatal("a refused login was stored")
+	}
+	c := w.connect("etherscan", "org", "o1", map[string]string{"api_key": "good"})
+	if c.VerifiedAt == nil || c.AccountHint != "free plan" || c.ToolCount != 1 {
+		t.Fatalf("verified connection %+v", c)
+	}
+	tools, _ := w.svc.ConnectionTools(w.ctx, c.ID)
+	if len(tools) != 1 || tools[0].Name != "etherscan_get_balance" || tools[0].RemoteName != "get.balance" {
+		t.Fatalf("dots become _ in the namespaced name: %+v", tools)
+	}
+	// Without a Verifier a remote server lists nothing until the MCP client lists it.
+	cig := w.connect("cigale", "org", "o1", map[string]string{"api_key": "cg"})
+	if cig.ToolCount != 0 || cig.VerifiedAt != nil {
+		t.Fatalf("unverified remote login %+v", cig)
 	}
 }
