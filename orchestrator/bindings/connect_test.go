@@ -3,8 +3,8 @@ package bindings_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
