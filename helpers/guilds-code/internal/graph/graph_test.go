@@ -158,3 +158,26 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestRepositoryFromWorkingDirectory: without in, the repository holding the run's working directory is meant,
+// and paths come back relative to that directory.
+func TestRepositoryFromWorkingDirectory(t *testing.T) {
+	home := newHome(t, "graph-go", "graph-py")
+	cwd := filepath.Join(home, "repos", "graph-py", "app")
+	if err := os.MkdirAll(filepath.Join(home, ".runs", "r1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".runs", "r1", "cwd"), []byte(cwd+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := call(t, home, "code_callers", `{"symbol":"User.validate"}`)
+	want := "references to User.validate  models.py:12-13  def validate(self)\n  models.py:9  User.save\nmeta: hits=1 repository=graph-py\n"
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	// With two repositories and a working directory outside both, the call must say which to pick.
+	os.WriteFile(filepath.Join(home, ".runs", "r1", "cwd"), []byte(home+"\n"), 0o644)
+	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/util.go"}`); !strings.Contains(got, "4  func helper()") {
+		t.Fatalf("outline by path: %s", got)
+	}
+}
