@@ -265,3 +265,69 @@ func validColumnType(t string) bool {
 
 // ValidAccess reports whether a is none, read or write.
 func ValidAccess(a string) bool { return a == AccessNone || a == AccessRead || a == AccessWrite }
+
+// Record filter operations: how one where term narrows a record query.
+const (
+	FilterMatch = "match" // text, or an item of a text[] column: substring or similar spelling
+	FilterIn    = "in"    // the column holds one of Values exactly
+	FilterRange = "range" // number or datetime between Gte and Lte, each optional
+	FilterNull  = "null"  // the column has no value
+)
+
+// RecordFilter is one checked where term of a record query. Values, Gte and Lte are normalised
+// the way values are stored (numbers as float64, datetimes as DatetimeLayout strings in UTC).
+type RecordFilter struct {
+	Column   string
+	Type     string // the column's type
+	Op       string
+	Text     string
+	Values   []any
+	Gte, Lte any
+}
+
+// RecordQuery is a checked record_list or record_search query over one or more collections.
+type RecordQuery struct {
+	Collections map[string]string // id → name of the collections searched
+	Search      string            // words in any column, websearch grammar
+	Substring   bool              // Search is a single token matched as a substring
+	Where       []RecordFilter
+	Since       *time.Time // only records changed after this time
+	OrderBy     string     // a declared column, id, created_at or updated_at; "" is updated_at
+	OrderType   string     // the declared column's type, "" for the built-in columns
+	Desc        bool
+	Limit       int
+	Offset      int
+	Count       bool // also count every match (record_list's total)
+}
+
+// DatetimeLayout is how datetime values are stored: UTC with microseconds, so text order is time order.
+const DatetimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// ReachableCollection is a collection an agent may name, with the grant rows that decide its access.
+type ReachableCollection struct {
+	Collection
+	AgentAccess string // the agent's own grant row; "" when it has none
+	GuildAccess string // the agent's guild's grant row; "" when it has none
+}
+
+// Access is what the grants give an agent of guild agentGuildID on the collection: the agent's own
+// row when it has one (none keeps it out); otherwise its guild's read or write on an organisation
+// table; otherwise write on the agent's guild's own table; otherwise none.
+func (rc ReachableCollection) Access(agentGuildID string) string {
+	switch {
+	case rc.AgentAccess != "":
+		return rc.AgentAccess
+	case rc.Level == LevelOrg && (rc.GuildAccess == AccessRead || rc.GuildAccess == AccessWrite):
+		return rc.GuildAccess
+	case rc.Level == LevelGuild && rc.GuildID == agentGuildID:
+		return AccessWrite
+	}
+	return AccessNone
+}
+
+// RecordWrite is a checked record body ready to store.
+type RecordWrite struct {
+	Data        map[string]any // the record's values after the write
+	SearchText  string         // every value's words, for search
+	UniqueValue *string        // the unique column's value; nil when the collection has none or it is empty
+}

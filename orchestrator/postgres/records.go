@@ -1,0 +1,444 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the collections and records of the artifact store.
+
+const collectionColumns = "a.id, a.key, a.level, a.org_id, COALESCE(a.guild_id, ''), a.spec, a.created_at, a.updated_at"
+
+func scanCollection(r pgx.Row, extra ...any) (orchestrator.Collection, error) {
+	var c orchestrator.Collection
+	var spec []byte
+	dst := append([]any{&c.ID, &c.Name, &c.Level, &c.OrgID, &c.GuildID, &spec, &c.CreatedAt, &c.UpdatedAt}, extra...)
+	if err := r.Scan(dst...); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(spec, &c.Columns); err != nil {
+		return c, fmt.Errorf("collection %s: stored columns: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// CreateCollection stores a new collection: an organisation table (GuildID empty) or a guild's
+// own table. A name already used by a table of the organisation or of any of its guilds is ECONFLICT.
+func (s *Store) CreateCollection(ctx context.Context, c orchestrator.Collection) (orchestrator.Collection, error) {
+	spec, err := json.Marshal(c.Columns)
+	if err != nil {
+		return c, fmt.Errorf("create collection: %w", err)
+	}
+	c.ID = orchestrator.NewID(orchestrator.PrefixArtifact)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// One creator of collections per organisation at a time keeps names unique across its tables.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('collections:' || $1, 0))", c.OrgID); err != nil {
+			return err
+		}
+		var clash string
+		err := tx.QueryRow(ctx, `SELECT CASE a.level WHEN 'org' THEN 'the organisation' ELSE 'guild ' || a.guild_id END FROM artifacts a
+			WHERE a.kind = 'collection' AND a.org_id = $1 AND a.key = $2 LIMIT 1`, c.OrgID, c.Name).Scan(&clash)
+		if err == nil {
+			return orchestrator.Errorf(orchestrator.ECONFLICT, "a collection named %q already exists in %s; collection names are unique across an organisation and its guilds, so pick another name", c.Name, clash)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var guild any
+		if c.GuildID != "" {
+			guild = c.GuildID
+		}
+		return scanCollectionInto(&c, tx.QueryRow(ctx, `INSERT INTO artifacts AS a (id, kind, level, org_id, guild_id, key, spec, created_at, updated_at)
+			VALUES ($1, 'collection', $2, $3, $4, $5, $6, $7, $7) RETURNING `+collectionColumns,
+			c.ID, c.Level, c.OrgID, guild, c.Name, spec, c.CreatedAt))
+	})
+	if err != nil {
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return c, err
+		}
+		return c, fmt.Errorf("create collection %s: %w", c.Name, err)
+	}
+	return c, nil
+}
+
+func scanCollectionInto(c *orchestrator.Collection, r pgx.Row) error {
+	got, err := scanCollection(r)
+	if err != nil {
+		return err
+	}
+	*c = got
+	return nil
+}
+
+// ListCollections lists the collections owned at level (org or guild) by owner, by name.
+func (s *Store) ListCollections(ctx context.Context, level, owner string) ([]orchestrator.Collection, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+collectionColumns+" FROM artifacts a WHERE a.kind = 'collection' AND a.level = $1 AND a.owner = $2 ORDER BY a.key", level, owner)
+	if err != nil {
+		return nil, fmt.Errorf("list collections: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Collection, error) { return scanCollection(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list collections: %w", err)
+	}
+	return out, nil
+}
+
+// GetCollection reads a collection with its grants.
+func (s *Store) GetCollection(ctx context.Context, id string) (orchestrator.Collection, error) {
+	c, err := scanCollection(s.pool.QueryRow(ctx, "SELECT "+collectionColumns+" FROM artifacts a WHERE a.kind = 'collection' AND a.id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("collection", id)
+	}
+	if err != nil {
+		return c, fmt.Errorf("read collection %s: %w", id, err)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT collection_id, COALESCE(agent_id, ''), COALESCE(guild_id, ''), access, updated_at FROM collection_grants WHERE collection_id = $1 ORDER BY agent_id NULLS FIRST, guild_id", id)
+	if err != nil {
+		return c, fmt.Errorf("read grants of collection %s: %w", id, err)
+	}
+	c.Grants, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.CollectionGrant, error) {
+		var g orchestrator.CollectionGrant
+		err := r.Scan(&g.CollectionID, &g.AgentID, &g.GuildID, &g.Access, &g.UpdatedAt)
+		return g, err
+	})
+	if err != nil {
+		return c, fmt.Errorf("read grants of collection %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// PutCollectionGrant writes an agent's or a guild's grant on a collection, replacing the previous one.
+func (s *Store) PutCollectionGrant(ctx context.Context, g orchestrator.CollectionGrant) (orchestrator.CollectionGrant, error) {
+	var sql string
+	var who string
+	if g.AgentID != "" {
+		who = g.AgentID
+		sql = `INSERT INTO collection_grants (collection_id, agent_id, access, updated_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (collection_id, agent_id) WHERE agent_id IS NOT NULL DO UPDATE SET access = EXCLUDED.access, updated_at = EXCLUDED.updated_at`
+	} else {
+		who = g.GuildID
+		sql = `INSERT INTO collection_grants (collection_id, guild_id, access, updated_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (collection_id, guild_id) WHERE guild_id IS NOT NULL DO UPDATE SET access = EXCLUDED.access, updated_at = EXCLUDED.updated_at`
+	}
+	if _, err := s.pool.Exec(ctx, sql, g.CollectionID, who, g.Access, g.UpdatedAt); err != nil {
+		return g, fmt.Errorf("grant collection %s to %s: %w", g.CollectionID, who, err)
+	}
+	return g, nil
+}
+
+// AgentCollections reads the collections an agent may name (its organisation's tables and its
+// guild's own tables) with the agent's and its guild's grant rows; name "" reads every one.
+func (s *Store) AgentCollections(ctx context.Context, orgID, guildID, agentID, name string) ([]orchestrator.ReachableCollection, error) {
+	sql := "SELECT " + collectionColumns + `,
+			COALESCE((SELECT g.access FROM collection_grants g WHERE g.collection_id = a.id AND g.agent_id = $3), ''),
+			COALESCE((SELECT g.access FROM collection_grants g WHERE g.collection_id = a.id AND g.guild_id = $2), '')
+		FROM artifacts a WHERE a.kind = 'collection' AND a.org_id = $1 AND (a.level = 'org' OR a.guild_id = $2)`
+	args := []any{orgID, guildID, agentID}
+	if name != "" {
+		sql += " AND a.key = $4"
+		args = append(args, name)
+	}
+	rows, err := s.pool.Query(ctx, sql+" ORDER BY a.key", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read collections of agent %s: %w", agentID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ReachableCollection, error) {
+		var rc orchestrator.ReachableCollection
+		c, err := scanCollection(r, &rc.AgentAccess, &rc.GuildAccess)
+		rc.Collection = c
+		return rc, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read collections of agent %s: %w", agentID, err)
+	}
+	return out, nil
+}
+
+const recordColumns = "r.id, r.data, r.created_at, r.updated_at"
+
+func scanRecord(r pgx.Row, name string, extra ...any) (orchestrator.Record, error) {
+	rec := orchestrator.Record{Collection: name}
+	var data []byte
+	if err := r.Scan(append([]any{&rec.ID, &data, &rec.CreatedAt, &rec.UpdatedAt}, extra...)...); err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec.Data); err != nil {
+		return rec, fmt.Errorf("record %s: stored data: %w", rec.ID, err)
+	}
+	return rec, nil
+}
+
+// AddRecord inserts a record, or, when the collection's unique column matches a live record,
+// merges the body into that record in the same statement (so concurrent adds of one unique value
+// leave one live record). merge computes the merged write from the existing record's data.
+func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orchestrator.RecordWrite, merge func(existing map[string]any) orchestrator.RecordWrite, now time.Time) (orchestrator.Record, bool, error) {
+	data, err := json.Marshal(w.Data)
+	if err != nil {
+		return orchestrator.Record{}, false, fmt.Errorf("add record to %s: %w", c.Name, err)
+	}
+	if w.UniqueValue == nil {
+		rec, err := scanRecord(s.pool.QueryRow(ctx, `INSERT INTO records AS r (id, collection_id, data, search_text, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, now), c.Name)
+		if err != nil {
+			return rec, false, fmt.Errorf("add record to %s: %w", c.Name, err)
+		}
+		return rec, false, nil
+	}
+	var rec orchestrator.Record
+	var merged bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Insert unless a live record holds the value; the partial unique index makes a concurrent
+		// insert of the same value wait for this one and then do nothing. Should the holder be
+		// removed between the two statements, try again.
+		for attempt := 0; ; attempt++ {
+			var err error
+			rec, err = scanRecord(tx.QueryRow(ctx, `INSERT INTO records AS r (id, collection_id, data, search_text, unique_value, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $6)
+				ON CONFLICT (collection_id, unique_value) WHERE deleted_at IS NULL AND unique_value IS NOT NULL DO NOTHING
+				RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, *w.UniqueValue, now), c.Name)
+			if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			existing, err := scanRecord(tx.QueryRow(ctx, "SELECT "+recordColumns+` FROM records r
+				WHERE r.collection_id = $1 AND r.unique_value = $2 AND r.deleted_at IS NULL FOR UPDATE`, c.ID, *w.UniqueValue), c.Name)
+			if errors.Is(err, pgx.ErrNoRows) && attempt < 3 {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			merged = true
+			mw := merge(existing.Data)
+			mdata, err := json.Marshal(mw.Data)
+			if err != nil {
+				return err
+			}
+			rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, updated_at = $4 WHERE r.id = $1 RETURNING `+recordColumns,
+				existing.ID, mdata, mw.SearchText, now), c.Name)
+			return err
+		}
+	})
+	if err != nil {
+		return rec, false, fmt.Errorf("add record to %s: %w", c.Name, err)
+	}
+	return rec, merged, nil
+}
+
+// UpdateRecord applies change to the live record id of the collection in one transaction: change
+// gets the current data and returns the write (or a domain error, which aborts). Another live
+// record holding the new unique value is ECONFLICT.
+func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id string, change func(current map[string]any) (orchestrator.RecordWrite, error), now time.Time) (orchestrator.Record, error) {
+	var rec orchestrator.Record
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := scanRecord(tx.QueryRow(ctx, "SELECT "+recordColumns+" FROM records r WHERE r.id = $1 AND r.collection_id = $2 AND r.deleted_at IS NULL FOR UPDATE", id, c.ID), c.Name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return orchestrator.Errorf(orchestrator.ENOTFOUND, "no live record %s in collection %s (404); record_list finds ids", id, c.Name)
+		}
+		if err != nil {
+			return err
+		}
+		w, err := change(cur.Data)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(w.Data)
+		if err != nil {
+			return err
+		}
+		if w.UniqueValue != nil {
+			var other string
+			err := tx.QueryRow(ctx, "SELECT id FROM records WHERE collection_id = $1 AND unique_value = $2 AND deleted_at IS NULL AND id <> $3", c.ID, *w.UniqueValue, id).Scan(&other)
+			if err == nil {
+				return orchestrator.Errorf(orchestrator.ECONFLICT, "record %s already holds %q in the unique column; update that record instead, or pick another value", other, *w.UniqueValue)
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, unique_value = $4, updated_at = $5 WHERE r.id = $1 RETURNING `+recordColumns,
+			id, data, w.SearchText, w.UniqueValue, now), c.Name)
+		return err
+	})
+	if err != nil {
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return rec, err
+		}
+		if isUniqueViolation(err) {
+			return rec, orchestrator.Errorf(orchestrator.ECONFLICT, "another live record of %s took the same unique value at the same time; read it with record_list and update that one", c.Name)
+		}
+		return rec, fmt.Errorf("update record %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	return strings.Contains(err.Error(), "SQLSTATE 23505")
+}
+
+// RemoveRecord soft-deletes the live record id of the collection.
+func (s *Store) RemoveRecord(ctx context.Context, c orchestrator.Collection, id string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, "UPDATE records SET deleted_at = $3, updated_at = $3 WHERE id = $1 AND collection_id = $2 AND deleted_at IS NULL", id, c.ID, now)
+	if err != nil {
+		return fmt.Errorf("remove record %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.Errorf(orchestrator.ENOTFOUND, "no live record %s in collection %s (404); record_list finds ids", id, c.Name)
+	}
+	return nil
+}
+
+// CollectionStats returns the number of live records of a collection and its newest change (nil when empty).
+func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, *time.Time, error) {
+	var n int
+	var newest *time.Time
+	err := s.pool.QueryRow(ctx, "SELECT count(*), max(updated_at) FROM records WHERE collection_id = $1 AND deleted_at IS NULL", collectionID).Scan(&n, &newest)
+	if err != nil {
+		return 0, nil, fmt.Errorf("count records of %s: %w", collectionID, err)
+	}
+	return n, newest, nil
+}
+
+// QueryRecords runs a checked record query: the page of records and, when q.Count, the total.
+func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
+	where, args := RecordQuerySQL(q)
+	order := recordOrder(q)
+	total := -1
+	var recs []orchestrator.Record
+	b := &pgx.Batch{}
+	if q.Count {
+		b.Queue("SELECT count(*) FROM records r WHERE "+where, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&total) })
+	}
+	b.Queue("SELECT "+recordColumns+", r.collection_id FROM records r WHERE "+where+" ORDER BY "+order+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var cid string
+				rec, err := scanRecord(rows, "", &cid)
+				if err != nil {
+					return err
+				}
+				rec.Collection = q.Collections[cid]
+				recs = append(recs, rec)
+			}
+			return rows.Err()
+		})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return 0, nil, fmt.Errorf("query records: %w", err)
+	}
+	return total, recs, nil
+}
+
+// RecordQuerySQL returns the WHERE clause (over records r) and its arguments for a checked query.
+// Column names come from the collection's declaration and are quoted as SQL literals.
+func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	ids := make([]string, 0, len(q.Collections))
+	for id := range q.Collections {
+		ids = append(ids, id)
+	}
+	var conds []string
+	if len(ids) == 1 {
+		conds = append(conds, "r.collection_id = "+arg(ids[0]))
+	} else {
+		conds = append(conds, "r.collection_id = ANY("+arg(ids)+"::text[])")
+	}
+	conds = append(conds, "r.deleted_at IS NULL")
+	if q.Search != "" {
+		if q.Substring {
+			conds = append(conds, "r.search_text ILIKE "+arg(likePattern(q.Search)))
+		} else {
+			conds = append(conds, "r.search @@ websearch_to_tsquery('simple', "+arg(q.Search)+")")
+		}
+	}
+	if q.Since != nil {
+		conds = append(conds, "r.updated_at > "+arg(*q.Since))
+	}
+	for _, f := range q.Where {
+		col := quoteLiteral(f.Column)
+		switch f.Op {
+		case orchestrator.FilterNull:
+			conds = append(conds, fmt.Sprintf("(NOT r.data ? %s OR r.data->%s = '[]'::jsonb)", col, col))
+		case orchestrator.FilterMatch:
+			p, t := arg(likePattern(f.Text)), arg(f.Text)
+			// The whole-record test lets the trigram index narrow the rows; the column test decides.
+			pre := fmt.Sprintf("(r.search_text ILIKE %s OR %s <%% r.search_text)", p, t)
+			if f.Type == orchestrator.ColTextList {
+				conds = append(conds, pre, fmt.Sprintf("EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE e.v ILIKE %s OR %s <%% e.v)", col, col, p, t))
+			} else {
+				conds = append(conds, pre, fmt.Sprintf("(r.data->>%s ILIKE %s OR %s <%% (r.data->>%s))", col, p, t, col))
+			}
+		case orchestrator.FilterIn:
+			var ors []string
+			for _, v := range f.Values {
+				doc, _ := json.Marshal(map[string]any{f.Column: v})
+				ors = append(ors, "r.data @> "+arg(string(doc))+"::jsonb")
+			}
+			conds = append(conds, "("+strings.Join(ors, " OR ")+")")
+		case orchestrator.FilterRange:
+			expr := fmt.Sprintf("(r.data->>%s)", col)
+			if f.Type == orchestrator.ColNumber {
+				expr = fmt.Sprintf("(CASE jsonb_typeof(r.data->%s) WHEN 'number' THEN (r.data->>%s)::numeric END)", col, col)
+			}
+			if f.Gte != nil {
+				conds = append(conds, expr+" >= "+arg(f.Gte))
+			}
+			if f.Lte != nil {
+				conds = append(conds, expr+" <= "+arg(f.Lte))
+			}
+		}
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// recordOrder returns the ORDER BY of a query; ties break on id so pages are stable.
+func recordOrder(q orchestrator.RecordQuery) string {
+	dir := " ASC"
+	if q.Desc {
+		dir = " DESC"
+	}
+	var expr string
+	switch q.OrderBy {
+	case "", "updated_at":
+		expr = "r.updated_at"
+	case "created_at":
+		expr = "r.created_at"
+	case "id":
+		return "r.id" + dir
+	default:
+		col := quoteLiteral(q.OrderBy)
+		switch q.OrderType {
+		case orchestrator.ColNumber:
+			expr = fmt.Sprintf("(CASE jsonb_typeof(r.data->%s) WHEN 'number' THEN (r.data->>%s)::numeric END)", col, col)
+		case orchestrator.ColBoolean:
+			expr = fmt.Sprintf("(r.data->%s)", col)
+		default:
+			expr = fmt.Sprintf("(r.data->>%s)", col)
+		}
+	}
+	return expr + dir + " NULLS LAST, r.id" + dir
+}
+
+// likePattern is an ILIKE pattern matching s anywhere, with LIKE's special characters escaped.
+func likePattern(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
+}
+
+// quoteLiteral quotes s as an SQL string literal (column names are checked identifiers already).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ListRecordsForOperator lists a collection's live records, newest change first, with the total.
+func (s *Store) ListRecordsForOperator(ctx context.Context, c orchestrator.Collection, limit, offset int) (int, []orchestrator.Record, error) {
+	return s.QueryRecords(ctx, orchestrator.RecordQuery{Collections: map[string]string{c.ID: c.Name}, Desc: true, Limit: limit, Offset: offset, Count: true})
+}
