@@ -89,18 +89,10 @@ type ToolCall struct {
 	DurationMS float64         `json:"duration_ms"`
 }
 
-// RunCounters is the part of a run that changes after it starts; the rest is an immutable snapshot.
-type RunCounters struct {
-	Status        string
-	ToolCallsUsed int
-}
-
 // RunStore persists runs and their calls.
 type RunStore interface {
 	CreateRun(ctx context.Context, r Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
-	// GetRunCounters reads only what changes during a run: its status and calls used.
-	GetRunCounters(ctx context.Context, id string) (RunCounters, error)
 	// CloseRun marks the run closed; closing a closed run is not an error.
 	CloseRun(ctx context.Context, id string, at time.Time) (Run, error)
 	// RecordCall stores c and advances the run's counter to c.Seq in one transaction. It fails with

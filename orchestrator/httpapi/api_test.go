@@ -438,4 +438,21 @@ func TestClosedRun(t *testing.T) {
 	if st, _ := e.do("POST", "/api/runs/run_missing/close", nil); st != 404 {
 		t.Fatalf("close missing run: %d", st)
 	}
+
+	// A run closed behind the service's back (another process, SQL by hand) is still refused,
+	// nothing is stored, and the next call reads the closed row.
+	runID = e.run(e.agent(nil), map[string]any{"kind": "direct"})
+	e.must(200, "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "report_issue"})
+	if _, err := e.pool.Exec(context.Background(), "UPDATE runs SET status = 'closed', closed_at = now() WHERE id = $1", runID); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nothing was stored", "is closed"} {
+		st, out := e.do("POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "report_issue"})
+		if st != 409 || !strings.Contains(errMessage(out), want) {
+			t.Fatalf("call on a run closed by SQL: %d %v, want 409 containing %q", st, out, want)
+		}
+	}
+	if n := len(e.must(200, "GET", "/api/runs/"+runID+"/calls", nil)["calls"].([]any)); n != 1 {
+		t.Fatalf("%d calls stored, want 1", n)
+	}
 }

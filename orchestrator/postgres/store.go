@@ -292,19 +292,6 @@ func (s *Store) GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 	return r, nil
 }
 
-// GetRunCounters reads a run's status and calls used, without its snapshot.
-func (s *Store) GetRunCounters(ctx context.Context, id string) (orchestrator.RunCounters, error) {
-	var c orchestrator.RunCounters
-	err := s.pool.QueryRow(ctx, "SELECT status, tool_calls_used FROM runs WHERE id = $1", id).Scan(&c.Status, &c.ToolCallsUsed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, notFound("run", id)
-	}
-	if err != nil {
-		return c, fmt.Errorf("get run %s: %w", id, err)
-	}
-	return c, nil
-}
-
 // CloseRun marks the run closed at the given time (once; a closed run keeps its first closed_at).
 func (s *Store) CloseRun(ctx context.Context, id string, at time.Time) (orchestrator.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET status = 'closed', closed_at = COALESCE(closed_at, $2)

@@ -31,7 +31,7 @@ type Service struct {
 	Now      func() time.Time        // clock; nil means time.Now
 
 	mu        sync.Mutex
-	snapshots map[string]orchestrator.Run   // immutable run snapshots (offered tools, budget, ids), bounded
+	snapshots map[string]orchestrator.Run   // runs as last stored (snapshot and counters), bounded
 	locks     map[string]*runLock           // one per run with a call in flight or waiting
 	extras    map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
 }
@@ -177,34 +177,44 @@ func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, er
 	return run, nil
 }
 
-// maxSnapshots bounds the snapshot cache; past it, the cache starts over.
+// maxSnapshots bounds the run cache; past it, the cache starts over.
 const maxSnapshots = 4096
 
-// loadRun returns the run with fresh counters: from the snapshot cache plus a light counters read,
-// or, on a miss, the full row (whose snapshot is then cached: it never changes).
+// loadRun returns the run as this service last stored it. The cache holds each run's snapshot and
+// counters: while the run's lock is held, only this service changes them (RecordCall, CloseRun,
+// NextGeneration), and it updates or drops the entry as it does. A miss, or an entry dropped after
+// a failed write, reads the row. Should the row change behind the service's back (another process,
+// SQL by hand), RecordCall's conditional update still refuses the call and the entry is dropped.
 func (s *Service) loadRun(ctx context.Context, id string) (orchestrator.Run, error) {
 	s.mu.Lock()
 	run, ok := s.snapshots[id]
 	s.mu.Unlock()
 	if ok {
-		c, err := s.Runs.GetRunCounters(ctx, id)
-		if err != nil {
-			return run, err
-		}
-		run.Status, run.ToolCallsUsed = c.Status, c.ToolCallsUsed
 		return run, nil
 	}
 	run, err := s.Runs.GetRun(ctx, id)
 	if err != nil {
 		return run, err
 	}
+	s.remember(run)
+	return run, nil
+}
+
+// remember caches run.
+func (s *Service) remember(run orchestrator.Run) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.snapshots == nil || len(s.snapshots) >= maxSnapshots {
 		s.snapshots = map[string]orchestrator.Run{}
 	}
-	s.snapshots[id] = run
+	s.snapshots[run.ID] = run
+}
+
+// forget drops a run from the cache, so the next call reads its row.
+func (s *Service) forget(id string) {
+	s.mu.Lock()
+	delete(s.snapshots, id)
 	s.mu.Unlock()
-	return run, nil
 }
 
 // lock takes the run's call lock, waiting behind earlier calls of the same run.
@@ -329,8 +339,11 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 		DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
 	}
 	if err := s.Runs.RecordCall(ctx, call); err != nil {
+		s.forget(run.ID)
 		return CallResult{}, err
 	}
+	run.ToolCallsUsed = int(seq)
+	s.remember(run)
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
 		"ms", call.DurationMS, "error", errKind, "result_bytes", len(result))
 	return CallResult{Seq: seq, Result: result, Metadata: call.Metadata}, nil
