@@ -262,3 +262,22 @@ func TestVerifierSeam(t *testing.T) {
 		t.Fatalf("unverified remote login %+v", cig)
 	}
 }
+
+// TestConnectPinnedPrices: the coins live on the login's settings; it lists no model tools.
+func TestConnectPinnedPrices(t *testing.T) {
+	w := newWorld(t)
+	c, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "pinned_prices", Scope: "guild", ScopeID: "g1", Credentials: cgKey,
+		Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "apple-xstock", Symbol: "aaplx", Name: "Apple xStock"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settings struct {
+		Coins []bindings.Coin `json:"coins"`
+	}
+	if err := json.Unmarshal(c.Settings, &settings); err != nil || len(settings.Coins) != 2 || settings.Coins[1].ID != "apple-xstock" || c.ToolCount != 0 {
+		t.Fatalf("connection %+v (%v)", c, err)
+	}
+	if got := w.offered("a1", "direct"); slices.ContainsFunc(got, func(n string) bool { return len(n) > 14 && n[:14] == "pinned_prices_" }) {
+		t.Fatalf("pinned prices offered tools: %v", got)
+	}
+}
