@@ -12,8 +12,9 @@ import (
 var repoRoot, _ = filepath.Abs(filepath.Join("..", "..", "..", ".."))
 
 func init() {
-	// `go test` outside make: find the pinned engines the way make puts them on PATH.
-	if os.Getenv("GUILDS_TOOLS_DIR") == "" {
+	// `go test` outside make: find the pinned engines the way make puts them on PATH. Not in
+	// the copy of this binary that testscript runs as guilds-code: a scenario sets its own.
+	if os.Getenv("GUILDS_TOOLS_DIR") == "" && filepath.Base(os.Args[0]) != "guilds-code" {
 		if dir := filepath.Join(repoRoot, "tools", "node_modules", ".bin"); dirExists(dir) {
 			os.Setenv("GUILDS_TOOLS_DIR", dir)
 		}
