@@ -79,6 +79,13 @@ func TestPutBindingAccepts(t *testing.T) {
 	w.put("platform", "", "native_tool", "schedule_list", false, "") // platform row (seeded) replaced
 	w.put("agent", "a1", "mcp", "coingecko", true, "")               // a server with published tools, no login
 	w.put("org", "o1", "native_tool", "note_write", false, "")       // a seed tool this box does not register
+	w.put("agent", "a1", "mcp", "notion", false, "")                 // turning off needs no tools
+	pinned, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey,
+		Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.put("guild", "g2", "mcp", "pinned_prices", true, pinned.ID) // Pinned prices lists no tools yet binds
 	rows, err := w.svc.ListBindings(w.ctx, "agent", "a2")
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("a2 rows %+v %v", rows, err)

@@ -485,7 +485,9 @@ func familyWord(f string) string {
 }
 
 // checkMCP accepts a published server with published tools (a catalog copy or tools listed on the
-// binding's connection); a connection_id must be a login of that server visible at the scope.
+// binding's connection) when enabling it; a connection_id must be a login of that server visible
+// at the scope. Turning a server off, and Pinned prices (which offers State prices, not tools),
+// need no tools.
 func (s *Service) checkMCP(ctx context.Context, at orchestrator.Chain, req BindingRequest) error {
 	srv, err := s.server(ctx, req.CatalogID)
 	if err != nil {
@@ -502,6 +504,10 @@ func (s *Service) checkMCP(ctx context.Context, at orchestrator.Chain, req Bindi
 		if t.Published {
 			published++
 		}
+	}
+	// Turning a server off needs no tools; Pinned prices offers State prices, never tools.
+	if !*req.Enabled || srv.Config.MaxCoins > 0 {
+		published = max(published, 1)
 	}
 	if req.ConnectionID == "" {
 		if published == 0 {
