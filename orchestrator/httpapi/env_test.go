@@ -133,7 +133,7 @@ func newEnv(t *testing.T, getenv func(string) string) *env {
 	reg := testTools(t, e.order)
 	cat, policy := catalogFor(t, store, reg, getenv, log)
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, Log: log}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, AdminToken: token, Getenv: getenv, Log: log})
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Getenv: getenv, Log: log})
 	return e
 }
 

@@ -31,6 +31,7 @@ type Server struct {
 	Scopes     orchestrator.ScopeStore
 	Runs       *runs.Service
 	Bindings   *bindings.Service   // catalog, connections, bindings and access views
+	Artifacts  ArtifactStore       // collections, records, notes and memory; nil: those routes answer 500
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Log        *slog.Logger
@@ -88,6 +89,7 @@ func New(s *Server) *fiber.App {
 	api.Post("/runs/:id/calls", s.call)
 	api.Get("/runs/:id/calls", s.listCalls)
 	s.catalogRoutes(api)
+	s.artifactRoutes(api)
 	return app
 }
 

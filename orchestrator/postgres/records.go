@@ -100,7 +100,7 @@ func (s *Store) GetCollection(ctx context.Context, id string) (orchestrator.Coll
 	if err != nil {
 		return c, fmt.Errorf("read collection %s: %w", id, err)
 	}
-	rows, err := s.pool.Query(ctx, "SELECT collection_id, COALESCE(agent_id, ''), COALESCE(guild_id, ''), access, updated_at FROM collection_grants WHERE collection_id = $1 ORDER BY agent_id NULLS FIRST, guild_id", id)
+	rows, err := s.pool.Query(ctx, "SELECT collection_id, COALESCE(agent_id, ''), COALESCE(guild_id, ''), access, updated_at FROM collection_grants WHERE collection_id = $1 ORDER BY agent_id IS NULL, agent_id, guild_id", id)
 	if err != nil {
 		return c, fmt.Errorf("read grants of collection %s: %w", id, err)
 	}
