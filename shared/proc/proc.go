@@ -104,7 +104,16 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	cmd.Dir = c.Dir
 	cmd.Env = append(append([]string(nil), c.Env...), TokenEnv+"="+token)
-	cmd.Stdin = c.Stdin // nil: /dev/null
+	// Standard input: nil is /dev/null; a reader is fed through a pipe by a goroutine of our own,
+	// so a reader that never ends cannot hold Run once the command has exited.
+	var stdinR, stdinW *os.File
+	if c.Stdin != nil {
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			tty.Close()
+			return Result{}, fmt.Errorf("stdin pipe: %w", err)
+		}
+		cmd.Stdin = stdinR
+	}
 	cmd.Stdout, cmd.Stderr = tty, tty
 	// Output is a terminal (programs line-buffer), but not a controlling one: a program that
 	// opens /dev/tty to ask for a password fails at once instead of hanging. A process group of
@@ -119,9 +128,23 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		tty.Close()
+		if stdinR != nil {
+			stdinR.Close()
+			stdinW.Close()
+		}
 		return Result{}, fmt.Errorf("start %s: %w", c.Args[0], err)
 	}
 	tty.Close()
+	if stdinR != nil {
+		stdinR.Close()
+		var once sync.Once
+		closeW := func() { once.Do(func() { stdinW.Close() }) }
+		defer closeW()
+		go func() {
+			_, _ = io.Copy(stdinW, c.Stdin)
+			closeW()
+		}()
+	}
 	pid := cmd.Process.Pid
 	if c.Started != nil {
 		c.Started(pid)

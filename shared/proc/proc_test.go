@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -284,5 +285,23 @@ func TestRunLineBufferedBeforeTimeout(t *testing.T) {
 	res, out := bash(t, `exec perl -e 'print "early line\n"; sleep 60'`, func(c *Cmd) { c.Timeout = 3 * time.Second; c.Grace = 200 * time.Millisecond })
 	if !res.TimedOut || out != "early line\n" {
 		t.Fatalf("result %+v output %q", res, out)
+	}
+}
+
+func TestRunStdinThatNeverEnds(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(context.Background(), Cmd{Args: []string{"bash", "-c", "read -t 0.1 x; exit 4"}, Env: os.Environ(), Stdin: pr})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.ExitCode != 4 {
+			t.Fatalf("result %+v, want exit 4", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run waited for a stdin reader that never ends")
 	}
 }
