@@ -77,7 +77,9 @@ func Serve(ctx context.Context, p Paths, idle time.Duration, h Handler, logw io.
 	}
 	defer removeIfOurs(p.PID)
 	fmt.Fprintf(logw, "%s daemon %d listening on %s (exits after %s without a call)\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), p.Socket, idle)
-	defer func() { fmt.Fprintf(logw, "%s daemon %d exiting\n", time.Now().UTC().Format(time.RFC3339), os.Getpid()) }()
+	defer func() {
+		fmt.Fprintf(logw, "%s daemon %d exiting\n", time.Now().UTC().Format(time.RFC3339), os.Getpid())
+	}()
 
 	conns := make(chan net.Conn)
 	go func() {
