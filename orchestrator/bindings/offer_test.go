@@ -105,6 +105,16 @@ func TestRunOfferMCP(t *testing.T) {
 	if got := mcpOf("a2"); len(got) != 0 {
 		t.Fatalf("server off at the agent: %v", got)
 	}
+	// A tool an admin unpublished from the catalog is not offered.
+	if _, err := w.svc.PatchTool(w.ctx, "coingecko", "trending", orchestrator.ToolPatch{Published: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mcpOf("a1"); len(got) != 6 || slices.Contains(got, "coingecko_trending") {
+		t.Fatalf("unpublished tool offered: %v", got)
+	}
+	if _, err := w.svc.PatchTool(w.ctx, "coingecko", "trending", orchestrator.ToolPatch{Published: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
 	// The snapshot records the login and the remote name of each MCP tool.
 	run, err := w.runs.StartRun(w.ctx, "a1", runs.StartRequest{Kind: "direct"})
 	if err != nil {

@@ -468,7 +468,8 @@ const chainWhere = `((b.scope = 'platform' AND b.scope_id = '') OR (b.scope = 'o
 	OR (b.scope = 'guild' AND b.scope_id = $2) OR (b.scope = 'agent' AND b.scope_id = $3))`
 
 // Resolution reads the chain's rows and the connections they name, with their servers and listed
-// tools, as one batch: one round trip whatever the number of tools.
+// tools (less those an admin unpublished from the catalog), as one batch: one round trip whatever
+// the number of tools.
 func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orchestrator.Resolution, error) {
 	res := orchestrator.Resolution{Connections: map[string]orchestrator.ResolvedConnection{}}
 	b := &pgx.Batch{}
@@ -479,7 +480,9 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 	})
 	b.Queue(`SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''), c.status,
 			s.name, s.kind, s.published, t.remote_name, t.name, t.description, t.offered_schema
-		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug LEFT JOIN mcp_tools t ON t.connection_id = c.id
+		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug
+		LEFT JOIN mcp_tools t ON t.connection_id = c.id
+			AND NOT EXISTS (SELECT 1 FROM mcp_catalog_tools ct WHERE ct.server_slug = c.server_slug AND ct.name = t.remote_name AND NOT ct.published)
 		WHERE c.id IN (SELECT b.connection_id FROM bindings b WHERE `+chainWhere+` AND b.connection_id IS NOT NULL)
 		ORDER BY c.id, t.name`, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
