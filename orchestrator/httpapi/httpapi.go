@@ -32,6 +32,7 @@ type Server struct {
 	Runs       *runs.Service
 	Bindings   *bindings.Service   // catalog, connections, bindings and access views
 	Artifacts  ArtifactStore       // collections, records, notes and memory; nil: those routes answer 500
+	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat; nil: those routes answer 500
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Log        *slog.Logger
@@ -90,6 +91,7 @@ func New(s *Server) *fiber.App {
 	api.Get("/runs/:id/calls", s.listCalls)
 	s.catalogRoutes(api)
 	s.artifactRoutes(api)
+	s.platformRoutes(api)
 	return app
 }
 

@@ -204,7 +204,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		Secrets: bindings.JoinSecrets(orchestrator.NoRunSecrets{}, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()

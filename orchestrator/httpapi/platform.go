@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+)
+
+// PlatformStore is what the platform tools' operator endpoints read and write: the issues inbox
+// (postgres.Store implements it).
+type PlatformStore interface {
+	ListIssues(ctx context.Context, level, owner, status string) ([]orchestrator.Issue, error)
+	ResolveIssue(ctx context.Context, id string, at time.Time) (orchestrator.Issue, error)
+	ResolveGuildIssues(ctx context.Context, guildID string, at time.Time) (int, error)
+}
+
+// platformRoutes registers the routes of the platform tools: the issues inbox.
+func (s *Server) platformRoutes(api fiber.Router) {
+	api.Get("/guilds/:id/issues", s.listIssues(orchestrator.LevelGuild))
+	api.Get("/orgs/:id/issues", s.listIssues(orchestrator.LevelOrg))
+	api.Post("/issues/:id/resolve", s.resolveIssue)
+	api.Post("/guilds/:id/issues/resolve", s.resolveGuildIssues)
+}
+
+// platform returns the platform store, or an error when the server was built without one.
+func (s *Server) platform() (PlatformStore, error) {
+	if s.Platform == nil {
+		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the platform store is not configured on this server")
+	}
+	return s.Platform, nil
+}

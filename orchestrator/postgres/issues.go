@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/jackc/pgx/v5"
+)
+
+const issueColumns = "id, org_id, guild_id, coalesce(agent_id, ''), coalesce(run_id, ''), kind, message, status, created_at, resolved_at"
+
+func scanIssue(r pgx.Row) (orchestrator.Issue, error) {
+	var i orchestrator.Issue
+	err := r.Scan(&i.ID, &i.OrgID, &i.GuildID, &i.AgentID, &i.RunID, &i.Kind, &i.Message, &i.Status, &i.CreatedAt, &i.ResolvedAt)
+	return i, err
+}
+
+// CreateIssue files i onto its guild; the guild's organisation is taken from the guild row, and a
+// missing guild is ENOTFOUND.
+func (s *Store) CreateIssue(ctx context.Context, i orchestrator.Issue) (orchestrator.Issue, error) {
+	row := s.pool.QueryRow(ctx, `INSERT INTO issues (id, org_id, guild_id, agent_id, run_id, kind, message, status, created_at)
+		SELECT $1, g.org_id, g.id, NULLIF($3, ''), (SELECT id FROM runs WHERE id = NULLIF($4, '')), $5, $6, 'open', $7
+		FROM guilds g WHERE g.id = $2
+		RETURNING `+issueColumns, i.ID, i.GuildID, i.AgentID, i.RunID, i.Kind, i.Message, i.CreatedAt)
+	out, err := scanIssue(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, notFound("guild", i.GuildID)
+	}
+	if err != nil {
+		return out, fmt.Errorf("file issue: %w", err)
+	}
+	return out, nil
+}
+
+// ListIssues lists the issues of a guild (level guild) or an organisation (level org), newest
+// first; status "" means every status.
+func (s *Store) ListIssues(ctx context.Context, level, owner, status string) ([]orchestrator.Issue, error) {
+	col := "guild_id"
+	if level == orchestrator.LevelOrg {
+		col = "org_id"
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+issueColumns+" FROM issues WHERE "+col+" = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC, id DESC", owner, status)
+	if err != nil {
+		return nil, fmt.Errorf("list issues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Issue, error) { return scanIssue(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list issues: %w", err)
+	}
+	return nonNil(out), nil
+}
+
+// ResolveIssue marks one issue resolved and returns it; resolving a resolved issue changes nothing.
+func (s *Store) ResolveIssue(ctx context.Context, id string, at time.Time) (orchestrator.Issue, error) {
+	row := s.pool.QueryRow(ctx, `UPDATE issues SET status = 'resolved', resolved_at = coalesce(resolved_at, $2)
+		WHERE id = $1 RETURNING `+issueColumns, id, at)
+	out, err := scanIssue(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, notFound("issue", id)
+	}
+	if err != nil {
+		return out, fmt.Errorf("resolve issue %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ResolveGuildIssues resolves every open issue of a guild at once and returns how many it resolved.
+func (s *Store) ResolveGuildIssues(ctx context.Context, guildID string, at time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, "UPDATE issues SET status = 'resolved', resolved_at = $2 WHERE guild_id = $1 AND status = 'open'", guildID, at)
+	if err != nil {
+		return 0, fmt.Errorf("resolve the issues of guild %s: %w", guildID, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
