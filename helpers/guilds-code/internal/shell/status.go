@@ -105,7 +105,11 @@ func describe(c *runs.Call, st status, note string) envelope.Reply {
 	if st.ExitCode != nil {
 		meta["exit_code"] = *st.ExitCode
 	}
-	header := fmt.Sprintf("%s%s %s: %s\nlog: %s\n", note, st.ID, st.State, oneLine(st.Command, 200), st.LogPath)
+	state := st.State
+	if st.State == "stopped" && st.ExitCode != nil {
+		state += fmt.Sprintf(" (exit code %d)", *st.ExitCode)
+	}
+	header := fmt.Sprintf("%s%s %s: %s\nlog: %s\n", note, st.ID, state, oneLine(st.Command, 200), st.LogPath)
 	lines, err := lastLines(st.LogPath, StatusLines)
 	if err != nil {
 		return envelope.Reply{Text: header + fmt.Sprintf("(log unreadable: %v)", err), Meta: meta}
