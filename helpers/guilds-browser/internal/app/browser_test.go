@@ -136,9 +136,11 @@ func TestTools(t *testing.T) {
 		nav(t, "popup.html")
 		snap := sb.ok(t, "browser_snapshot", nil)
 		got := sb.ok(t, "browser_click", map[string]string{"locator": ref(t, snap, "link", "Open the form in a new tab")})
-		got += sb.ok(t, "browser_snapshot", nil)
-		if !strings.Contains(got, "new tab") || !strings.Contains(got, "Sign up") {
-			t.Fatalf("the new tab did not become current:\n%s", got)
+		if !strings.Contains(got, "new tab") || !strings.Contains(got, "/form.html") {
+			t.Fatalf("the click's result does not say the new tab became current: %q", got)
+		}
+		if got = sb.ok(t, "browser_snapshot", nil); !strings.Contains(got, "Sign up") {
+			t.Fatalf("the snapshot is not of the new tab:\n%s", got)
 		}
 		if title := sb.eval(t, "return document.title"); title != `"Sign-up form"` {
 			t.Fatalf("current page title %s", title)
@@ -153,6 +155,17 @@ func TestTools(t *testing.T) {
 		}
 		if !strings.Contains(got, "closed") || !strings.Contains(got, "Opener") {
 			t.Fatalf("after the tab closed, the opener should be current again:\n%s", got)
+		}
+		// A window.open from a click handler is followed the same way.
+		got = sb.ok(t, "browser_click", map[string]string{"locator": ref(t, got, "button", "Open a popup")})
+		if !strings.Contains(got, "new tab") || !strings.Contains(got, "/scroll.html") {
+			t.Fatalf("the window.open popup did not become current: %q", got)
+		}
+		sb.eval(t, "window.close(); return 1")
+		// A plain click opens nothing and says nothing about tabs.
+		nav(t, "form.html")
+		if got = sb.ok(t, "browser_click", map[string]string{"locator": `button "Save"`}); strings.Contains(got, "tab") {
+			t.Fatalf("a plain click reported a tab: %q", got)
 		}
 	})
 

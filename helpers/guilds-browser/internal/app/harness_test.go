@@ -99,7 +99,7 @@ func (c *chromium) start() {
 	}
 	c.cmd = exec.Command("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+c.profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port="+strconv.Itoa(port))
+		"--user-data-dir="+c.profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port="+strconv.Itoa(port), "about:blank")
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if c.err = c.cmd.Start(); c.err != nil {
 		return

@@ -116,3 +116,21 @@ const caretToEndJS = `(el) => {
 
 // docTokenJS names the current document, so refs from another document are refused.
 const docTokenJS = `() => (window.__guildsDocToken ??= Math.random().toString(36).slice(2) + Date.now().toString(36))`
+
+// openProbeJS counts window.open calls in the page (hooking it once per document) and says
+// whether clicking el follows a link or submits a form into another tab.
+const openProbeJS = `(el) => {
+  if (!window.__guildsOpenHooked) {
+    window.__guildsOpenHooked = true;
+    window.__guildsOpens = 0;
+    const open = window.open;
+    window.open = function (...args) { window.__guildsOpens++; return open.apply(this, args); };
+  }
+  const other = (t) => !!t && !['_self', '_parent', '_top'].includes(t.toLowerCase());
+  const link = el.closest('a[href], area[href]');
+  const form = el.form || el.closest('form');
+  return { opens: window.__guildsOpens, target: !!((link && other(link.target)) || (!link && form && other(form.target))) };
+}`
+
+// opensJS reads the window.open count after a click (-1 in a new document).
+const opensJS = `() => window.__guildsOpens ?? -1`

@@ -40,6 +40,8 @@ type Session struct {
 	opened   []playwright.Page
 	openedCh chan struct{}
 
+	expectOpen bool // the current call's action opened a tab that has not appeared yet
+
 	refs    map[string]ariatree.Node // from the last snapshot of refPage
 	refPage playwright.Page
 	refDoc  string
@@ -102,7 +104,7 @@ func (s *Session) Handle(ctx context.Context, c daemon.Call) (reply envelope.Rep
 		note = joinNotes(note, s.follow())
 		res, err = t.run(ctx, s, &c, args)
 	}
-	if after := s.followAfter(t.mayOpen); after != "" {
+	if after := s.followAfter(); after != "" {
 		note = joinNotes(note, after)
 	}
 	if err != nil {
@@ -217,7 +219,7 @@ func probeCDP(ctx context.Context, cdpURL string) error {
 		err = fmt.Errorf("%s answered %s", u, resp.Status)
 	}
 	return fmt.Errorf("cannot reach Chromium's DevTools endpoint at %s (%v). Start Chromium with remote debugging, e.g.\n"+
-		"  chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=/tmp/chromium-profile --remote-debugging-address=127.0.0.1 --remote-debugging-port=9222 &\n"+
+		"  chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=/tmp/chromium-profile --remote-debugging-address=127.0.0.1 --remote-debugging-port=9222 about:blank &\n"+
 		"or point GUILDS_CDP_URL at the running one", cdpURL, err)
 }
 
@@ -274,9 +276,11 @@ func (s *Session) follow() string {
 	return ""
 }
 
-// followAfter gives an action that may open a tab a short moment for it to appear.
-func (s *Session) followAfter(mayOpen bool) string {
-	if mayOpen {
+// followAfter adopts a tab opened during the call; when the action is known to have opened one
+// (expectOpen), it waits up to popupWait for the tab to appear.
+func (s *Session) followAfter() string {
+	if s.expectOpen {
+		s.expectOpen = false
 		select {
 		case <-s.openedCh:
 		case <-time.After(popupWait):
@@ -291,8 +295,8 @@ func (s *Session) followAfter(mayOpen bool) string {
 	return s.follow()
 }
 
-// popupWait is how long click waits for a popup its click may have opened.
-const popupWait = 150 * time.Millisecond
+// popupWait bounds the wait for a tab a click opened (a target=_blank link, or window.open).
+const popupWait = 5 * time.Second
 
 func pageLabel(p playwright.Page) string {
 	title, _ := p.Title()

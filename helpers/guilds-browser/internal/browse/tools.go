@@ -27,14 +27,13 @@ import (
 type tool struct {
 	parse    func(raw json.RawMessage) (any, error)
 	run      func(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.Reply, error)
-	mayOpen  bool // the action can open a popup
 	readOnly bool // the tool only reads the page, so it can be rerun on another tab
 }
 
 var tools = map[string]tool{
 	"browser_navigate":   {parse: parseArgs[navigateArgs], run: navigate},
 	"browser_snapshot":   {parse: parseArgs[struct{}], run: snapshot, readOnly: true},
-	"browser_click":      {parse: parseArgs[locatorArgs], run: click, mayOpen: true},
+	"browser_click":      {parse: parseArgs[locatorArgs], run: click},
 	"browser_type":       {parse: parseArgs[typeArgs], run: typeText},
 	"browser_fill":       {parse: parseArgs[fillArgs], run: fill},
 	"browser_scroll":     {parse: parseArgs[scrollArgs], run: scroll},
@@ -348,8 +347,17 @@ func click(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.
 		return envelope.Reply{}, err
 	}
 	before := s.page.URL()
+	probe, _ := loc.Evaluate(openProbeJS, nil)
+	pm, _ := probe.(map[string]any)
 	if err := loc.Click(playwright.LocatorClickOptions{Timeout: actTimeout}); err != nil {
 		return envelope.Reply{}, fmt.Errorf("click %s: %s", label, playwrightMessage(err))
+	}
+	if pm["target"] == true {
+		s.expectOpen = true
+	} else if pm != nil {
+		if n, err := s.page.Evaluate(opensJS); err == nil && num(n) > num(pm["opens"]) {
+			s.expectOpen = true
+		}
 	}
 	text := "Clicked " + label + "."
 	if after := s.page.URL(); after != before {
