@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -101,6 +100,3 @@ func ValidName(what, name string) error {
 	}
 	return Errorf(EINVALID, "%s name must not be blank", what)
 }
-
-// RawJSON is stored JSON passed through unchanged.
-type RawJSON = json.RawMessage
