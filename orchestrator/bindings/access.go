@@ -23,6 +23,7 @@ type Access struct {
 type NativeAccess struct {
 	Name      string `json:"name"`
 	Family    string `json:"family"`
+	Group     string `json:"group"`      // the Tools view's group, e.g. Secrets for secret_store and secret_request
 	Binding   bool   `json:"binding"`    // decided by bindings (false: by the run's flags, or always offered)
 	Enabled   bool   `json:"enabled"`    // what the walk resolves to (bindings only)
 	DecidedBy string `json:"decided_by"` // the scope of the deciding row, "" when no row decides (disabled)
@@ -85,7 +86,7 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 	}
 	for _, name := range catalog.PlatformSeed {
 		if !seen[name] { // a seed tool whose family is not wired on this box yet
-			na := nativeAccess(ix, rules, in, registry.Tool{Name: name}, true)
+			na := nativeAccess(ix, rules, in, registry.Tool{Name: name, Family: catalog.SeedFamily(name)}, true)
 			na.Offered, na.Reason = false, "not available on this orchestrator (its tool family is not wired)"
 			out.Native = append(out.Native, na)
 		}
@@ -114,7 +115,7 @@ func (s *Service) agent(ctx context.Context, id string) (orchestrator.Agent, boo
 }
 
 func nativeAccess(ix index, rules runs.DefaultOffer, in runs.OfferInput, t registry.Tool, binding bool) NativeAccess {
-	na := NativeAccess{Name: t.Name, Family: t.Family, Binding: binding}
+	na := NativeAccess{Name: t.Name, Family: t.Family, Group: catalog.Group(t.Family), Binding: binding}
 	if na.Binding {
 		st := ix.walk(orchestrator.CatalogNativeTool, t.Name)
 		na.Enabled, na.DecidedBy = st.Enabled, st.DecidedBy

@@ -287,7 +287,10 @@ func TestAccessViews(t *testing.T) {
 	if n := native(agent, "browser_snapshot"); n.Binding || n.Offered || n.Reason != "not offered: config.browser is false" {
 		t.Fatalf("agent browser_snapshot %+v", n)
 	}
-	if n := native(agent, "note_write"); !n.Binding || n.Offered || !strings.Contains(n.Reason, "not wired") {
+	if n := native(agent, "secret_request"); n.Group != "Secrets" || native(agent, "secret_store").Group != "Secrets" {
+		t.Fatalf("secret tools group %+v", n)
+	}
+	if n := native(agent, "note_write"); !n.Binding || n.Offered || n.Family != "notes" || !strings.Contains(n.Reason, "not wired") {
 		t.Fatalf("unregistered seed tool %+v", n)
 	}
 	if s := server(org, "coingecko"); s.Enabled || s.DecidedBy != "" || len(s.Tools) != 8 {

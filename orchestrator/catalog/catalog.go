@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,38 @@ var PlatformSeed = []string{
 	"tavily_search",
 	"secret_store", "secret_request",
 	"group_post",
+}
+
+// seedFamilies is the family of each platform seed tool, for views of tools this box has not wired.
+var seedFamilies = map[string]string{
+	"note": orchestrator.FamilyNotes, "record": orchestrator.FamilyRecords, "memory": orchestrator.FamilyMemory,
+	"script": orchestrator.FamilyScripts, "schedule": orchestrator.FamilySchedules, "tavily": orchestrator.FamilySearch,
+	"secret": orchestrator.FamilySecrets, "group": orchestrator.FamilyGroup,
+}
+
+// SeedFamily returns the family of a platform seed tool ("" for any other name).
+func SeedFamily(name string) string {
+	if !slices.Contains(PlatformSeed, name) {
+		return ""
+	}
+	prefix, _, _ := strings.Cut(name, "_")
+	return seedFamilies[prefix]
+}
+
+// groups are the Tools view's names for the families; the two secret tools show as Secrets.
+var groups = map[string]string{
+	orchestrator.FamilyAlways: "Always offered", orchestrator.FamilyBrowser: "Browser", orchestrator.FamilyCode: "Code",
+	orchestrator.FamilyScripts: "Scripts", orchestrator.FamilyMemory: "Memory", orchestrator.FamilySchedules: "Schedules",
+	orchestrator.FamilySecrets: "Secrets", orchestrator.FamilyNotes: "Notes", orchestrator.FamilyRecords: "Records",
+	orchestrator.FamilySearch: "Web search", orchestrator.FamilyGroup: "Group chat",
+}
+
+// Group returns the Tools view group of a family ("Other" for an unknown one).
+func Group(family string) string {
+	if g, ok := groups[family]; ok {
+		return g
+	}
+	return "Other"
 }
 
 // bindingFamilies are the native tool families decided by bindings. The others (always, browser,

@@ -171,3 +171,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSeedFamilies(t *testing.T) {
+	for _, name := range PlatformSeed {
+		f := SeedFamily(name)
+		if !IsBindingFamily(f) {
+			t.Errorf("seed tool %s: family %q is not a binding family", name, f)
+		}
+	}
+	if SeedFamily("report_issue") != "" || Group(orchestrator.FamilySecrets) != "Secrets" || Group("nope") != "Other" {
+		t.Fatal("families and groups")
+	}
+}
