@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,3 +31,13 @@ func FromKind(kind, root, binDir, toolsDir string, log *slog.Logger) (Provider, 
 
 // IsUnavailable reports whether err says a sandbox part is missing.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// Unavailable is the provider of an orchestrator whose sandbox cannot start: every Open fails with
+// Err, which names the missing part and its install step.
+type Unavailable struct{ Err error }
+
+// Kind names the provider.
+func (u Unavailable) Kind() string { return "unavailable" }
+
+// Open returns Err.
+func (u Unavailable) Open(context.Context, string) (Sandbox, error) { return nil, u.Err }

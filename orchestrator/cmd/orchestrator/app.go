@@ -189,6 +189,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := registerTools(reg, store); err != nil {
 		return err
 	}
+	if err := registerSandboxTools(reg, sandboxProvider(cfg, log), log); err != nil {
+		return err
+	}
 	if h.tools != nil {
 		if err := h.tools(reg); err != nil {
 			return err

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/guildsai/guilds/orchestrator/config"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools/code"
+)
+
+// sandboxProvider chooses the agents' sandbox from GUILDS_SANDBOX (bubblewrap, local, or empty for
+// bubblewrap where bwrap exists), with one folder per agent under GUILDS_DATA_DIR/sandboxes, the
+// helpers from GUILDS_BIN_DIR (default: the folder holding this binary) and the pinned engines from
+// GUILDS_TOOLS_DIR. A sandbox that cannot start does not stop the orchestrator: every sandbox call
+// then fails with the reason and its install step.
+func sandboxProvider(cfg config.Config, log *slog.Logger) sandbox.Provider {
+	binDir := cfg.Getenv("GUILDS_BIN_DIR")
+	if binDir == "" {
+		if exe, err := os.Executable(); err == nil {
+			binDir = filepath.Dir(exe)
+		}
+	}
+	root, err := filepath.Abs(filepath.Join(cfg.DataDir, "sandboxes"))
+	if err == nil {
+		err = os.MkdirAll(root, 0o755)
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: sandbox folder under GUILDS_DATA_DIR: %v", sandbox.ErrUnavailable, err)
+		log.Error("sandbox unavailable: code and browser tools will fail", "err", err.Error())
+		return sandbox.Unavailable{Err: err}
+	}
+	p, err := sandbox.FromKind(cfg.Getenv("GUILDS_SANDBOX"), root, binDir, cfg.Getenv("GUILDS_TOOLS_DIR"), log)
+	if err != nil {
+		log.Error("sandbox unavailable: code and browser tools will fail", "err", err.Error())
+		return sandbox.Unavailable{Err: err}
+	}
+	log.Info("sandbox", "kind", p.Kind(), "root", root, "helpers", binDir)
+	return p
+}
+
+// registerSandboxTools registers the tool families that run helpers in the agent's sandbox.
+func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, log *slog.Logger) error {
+	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
+		return fmt.Errorf("register code tools: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/shared/envelope"
+)
+
+// Helper paths inside every sandbox.
+const (
+	CodeHelper    = BinDir + "/guilds-code"
+	BrowserHelper = BinDir + "/guilds-browser"
+)
+
+// HelperError is a tool call the helper could not answer with an envelope (it crashed, printed
+// no envelope, or the sandbox could not run it). Error() is the short message the model reads;
+// Detail holds what goes to the operational log only.
+type HelperError struct {
+	Msg    string
+	Detail string
+}
+
+// Error returns the short message.
+func (e *HelperError) Error() string { return e.Msg }
+
+// CallHelper runs one tool call of helper (a sandbox path such as CodeHelper) in box, per
+// PROTOCOL.md: the request as base64 on argv, or, when that encoding would pass 64 KiB, the JSON
+// written through the file API to <RunDir>/requests/<call_id>.json and passed with --request-file.
+// It returns the decoded envelope; a failed tool is a Reply with Error set, not an error. An error
+// (a *HelperError when the helper ran but gave no envelope) means the call could not be carried.
+func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Request, env []string, timeout time.Duration) (envelope.Reply, error) {
+	name := path.Base(helper)
+	if err := req.Validate(); err != nil {
+		return envelope.Reply{}, fmt.Errorf("%s request: %w", name, err)
+	}
+	encoded, err := envelope.EncodeRequest(req)
+	if err != nil {
+		return envelope.Reply{}, err
+	}
+	argv := []string{helper, encoded}
+	if len(encoded) > envelope.MaxInlineRequest {
+		file := path.Join(box.Places().RunDir, "requests", req.CallID+".json")
+		raw, err := decodeBase64(encoded)
+		if err != nil {
+			return envelope.Reply{}, err
+		}
+		if err := box.WriteFile(ctx, file, raw, 0o600); err != nil {
+			return envelope.Reply{}, fmt.Errorf("the request (%d bytes) is too large for the command line and its request file could not be written: %w", len(raw), err)
+		}
+		argv = []string{helper, "--request-file", file}
+	}
+	res, err := box.Exec(ctx, ExecRequest{Argv: argv, Env: env, Timeout: timeout})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return envelope.Reply{}, &HelperError{Msg: fmt.Sprintf("%s did not answer within %s and was stopped", name, timeout), Detail: string(res.Stderr)}
+		}
+		return envelope.Reply{}, fmt.Errorf("run %s in the sandbox: %w", name, err)
+	}
+	if res.ExitCode != 0 {
+		return envelope.Reply{}, &HelperError{
+			Msg:    fmt.Sprintf("%s failed (exit status %d): %s", name, res.ExitCode, firstLine(res.Stderr, "it printed nothing on standard error")),
+			Detail: string(res.Stderr),
+		}
+	}
+	reply, err := envelope.DecodeReply(res.Stdout)
+	if err != nil {
+		return envelope.Reply{}, &HelperError{
+			Msg:    fmt.Sprintf("%s printed no valid envelope: %v", name, err),
+			Detail: fmt.Sprintf("stdout: %.2000q\nstderr: %.4000s", res.Stdout, res.Stderr),
+		}
+	}
+	return reply, nil
+}
+
+// firstLine returns the first non-empty line of b, at most 300 bytes, or def.
+func firstLine(b []byte, def string) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 300 {
+				l = l[:300] + "…"
+			}
+			return l
+		}
+	}
+	return def
+}
+
+// HelperTools turns helper tool calls into registry handlers: each call opens the calling agent's
+// sandbox and runs the helper there.
+type HelperTools struct {
+	Provider Provider
+	Helper   string        // sandbox path of the helper, e.g. CodeHelper
+	Timeout  time.Duration // bound on one helper process; the helper enforces the tool's own limits first
+	// Env returns extra environment for a call (GUILD_AGENT_ID is always set); nil adds nothing.
+	Env func(call *registry.Call) []string
+	Log *slog.Logger // operational log for what the model does not read; nil discards
+}
+
+// Handler returns the registry handler that runs tool through the helper. The envelope's meta
+// becomes the call's metadata, its text the result, and its error an error (rendered
+// "ERROR: <message>" by the runs service).
+func (h *HelperTools) Handler(tool string) registry.Handler {
+	return func(ctx context.Context, call *registry.Call) (string, error) {
+		reply, err := h.Run(ctx, tool, call)
+		if err != nil {
+			return "", err
+		}
+		if reply.Failed() {
+			return "", errors.New(reply.Error)
+		}
+		return reply.Text, nil
+	}
+}
+
+// Run carries one call and records the envelope's meta on call.Meta.
+func (h *HelperTools) Run(ctx context.Context, tool string, call *registry.Call) (envelope.Reply, error) {
+	if h.Provider == nil {
+		return envelope.Reply{}, fmt.Errorf("%s is not available: this orchestrator has no sandbox (set GUILDS_SANDBOX to bubblewrap or local)", tool)
+	}
+	box, err := h.Provider.Open(ctx, call.AgentID)
+	if err != nil {
+		return envelope.Reply{}, fmt.Errorf("open the agent's sandbox: %w", err)
+	}
+	env := []string{"GUILD_AGENT_ID=" + call.AgentID}
+	if h.Env != nil {
+		env = append(env, h.Env(call)...)
+	}
+	req := envelope.Request{Tool: tool, Args: call.Args, RunID: call.RunID, CallID: call.CallID, Seq: call.Seq}
+	reply, err := CallHelper(ctx, box, h.Helper, req, env, h.Timeout)
+	if err != nil {
+		var he *HelperError
+		if errors.As(err, &he) && h.Log != nil {
+			h.Log.Warn("helper gave no envelope", "tool", tool, "run_id", call.RunID, "call_id", call.CallID, "err", he.Msg, "detail", he.Detail)
+		}
+		return envelope.Reply{}, err
+	}
+	if call.Meta == nil {
+		call.Meta = map[string]any{}
+	}
+	for k, v := range reply.Meta {
+		call.Meta[k] = v
+	}
+	return reply, nil
+}
+
+// decodeBase64 returns the request JSON behind its encoding.
+func decodeBase64(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("decode the encoded request: %w", err)
+	}
+	return raw, nil
+}

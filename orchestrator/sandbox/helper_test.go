@@ -1,0 +1,126 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/shared/envelope"
+)
+
+// protoHelper is a helper speaking PROTOCOL.md in bash: it answers with the request it read (and
+// how it got it) as the text, or misbehaves on request.
+const protoHelper = `#!/bin/bash
+if [ "$1" = --request-file ]; then
+  req=$(cat "$2") || exit 7; rm -f "$2"; how=file
+else
+  req=$(printf '%s' "$1" | base64 -d) || exit 7; how=argv
+fi
+case "$req" in
+  *'"tool":"crash"'*) echo "panic: runtime error: index out of range" >&2; exit 2 ;;
+  *'"tool":"garbage"'*) echo "not an envelope"; exit 0 ;;
+  *'"tool":"silent"'*) exit 0 ;;
+  *'"tool":"slow"'*) sleep 30 ;;
+esac
+text=$(printf '%s %s %s' "$how" "$GUILD_AGENT_ID" "${#req}")
+printf '{"text":"%s","meta":{"path":"p","lines":3}}' "$text" | base64 -w0; echo
+`
+
+func protoProviders(t *testing.T) map[string]Provider {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "guilds-proto"), []byte(protoHelper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
+	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		ps["bubblewrap"] = bw
+	}
+	return ps
+}
+
+func TestHelperTools(t *testing.T) {
+	ctx := context.Background()
+	for kind, p := range protoProviders(t) {
+		t.Run(kind, func(t *testing.T) {
+			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second}
+			call := func(tool string, args any) (*registry.Call, string, error) {
+				raw, _ := json.Marshal(args)
+				c := &registry.Call{RunID: "run_1", AgentID: "agt_1", CallID: "call_" + tool, Seq: 3, Args: raw, Meta: map[string]any{"kept": 1}}
+				out, err := h.Handler(tool)(ctx, c)
+				return c, out, err
+			}
+			c, out, err := call("file_read", map[string]any{"path": "a"})
+			if err != nil || !strings.HasPrefix(out, "argv agt_1 ") || c.Meta["path"] != "p" || c.Meta["lines"] != 3.0 || c.Meta["kept"] != 1 {
+				t.Fatalf("small request: %q %v %v", out, c.Meta, err)
+			}
+			// Past 64 KiB of base64 the request goes through the file API and the helper deletes it.
+			big := strings.Repeat("y", 60<<10)
+			_, out, err = call("file_write", map[string]any{"path": "a", "content": big})
+			if err != nil || !strings.HasPrefix(out, "file agt_1 ") {
+				t.Fatalf("large request: %q %v", out, err)
+			}
+			box, _ := p.Open(ctx, "agt_1")
+			if _, err := box.ReadFile(ctx, box.Places().RunDir+"/requests/call_file_write.json"); err == nil {
+				t.Fatal("request file left behind")
+			}
+			for _, tc := range []struct{ tool, want string }{
+				{"crash", "guilds-proto failed (exit status 2): panic: runtime error: index out of range"},
+				{"garbage", "guilds-proto printed no valid envelope"},
+				{"silent", "guilds-proto printed no valid envelope: helper printed no envelope"},
+			} {
+				_, out, err = call(tc.tool, map[string]any{})
+				var he *HelperError
+				if out != "" || !errors.As(err, &he) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: %q %v", tc.tool, out, err)
+				}
+			}
+		})
+	}
+}
+
+func TestHelperTimeoutAndReplyError(t *testing.T) {
+	ctx := context.Background()
+	bin := t.TempDir()
+	reply := base64.StdEncoding.EncodeToString([]byte(`{"error":"old_string occurs 3 times","meta":{"path":"x"}}`))
+	script := "#!/bin/bash\n[ \"$GUILDS_SLOW\" = 1 ] && sleep 30\necho " + reply + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "guilds-e"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Local{Root: t.TempDir(), BinDir: bin}
+	h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-e", Timeout: 300 * time.Millisecond}
+	c := &registry.Call{RunID: "r", AgentID: "a", CallID: "c", Args: json.RawMessage(`{}`)}
+	if _, err := h.Handler("file_edit")(ctx, c); err == nil || err.Error() != "old_string occurs 3 times" || c.Meta["path"] != "x" {
+		t.Fatalf("reply error: %v %v", err, c.Meta)
+	}
+	h.Env = func(*registry.Call) []string { return []string{"GUILDS_SLOW=1"} }
+	start := time.Now()
+	_, err := h.Handler("shell")(ctx, c)
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") || time.Since(start) > 5*time.Second {
+		t.Fatalf("timeout: %v after %s", err, time.Since(start))
+	}
+	// A request the protocol refuses never reaches the sandbox.
+	if _, err := CallHelper(ctx, nil, CodeHelper, envelope.Request{Tool: "x", RunID: "bad id", CallID: "c"}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "run_id") {
+		t.Fatalf("bad id: %v", err)
+	}
+	// A request file that cannot be written fails the call cleanly.
+	h.Env = nil
+	if err := os.WriteFile(filepath.Join(p.Root, "a", "run", "requests"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Args = json.RawMessage(`{"content":"` + strings.Repeat("z", 70<<10) + `"}`)
+	if _, err := h.Handler("file_write")(ctx, c); err == nil || !strings.Contains(err.Error(), "request file could not be written") {
+		t.Fatalf("unwritable request file: %v", err)
+	}
+	// No provider: a clear error.
+	if _, err := (&HelperTools{Helper: CodeHelper}).Handler("shell")(ctx, c); err == nil || !strings.Contains(err.Error(), "GUILDS_SANDBOX") {
+		t.Fatalf("no provider: %v", err)
+	}
+}

@@ -1,0 +1,304 @@
+package code_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools/code"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const token = "test-admin-token-0123456789abcdef"
+
+// secretValue is a registered secret of the run: it must never reach a result or the database.
+const secretValue = "sk-live-7f3a9c2e51d84b06"
+
+// fixedSecrets is the run's granted secrets (the RunSecrets seam the secrets store implements).
+type fixedSecrets []string
+
+func (f fixedSecrets) RunSecretValues(context.Context, orchestrator.Run) ([]string, error) {
+	return f, nil
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// helperBin returns a folder holding guilds-code: $GUILDS_BIN_DIR when `make build` filled it,
+// else a fresh build of the helper.
+func helperBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+			if _, err := os.Stat(filepath.Join(d, "guilds-code")); err == nil {
+				binDir = d
+				return
+			}
+		}
+		dir, err := os.MkdirTemp("", "guilds-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "guilds-code"), ".")
+		cmd.Dir = filepath.Join("..", "..", "..", "helpers", "guilds-code")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build guilds-code: %v\n%s", err, out)
+			return
+		}
+		binDir = dir
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// providers returns the sandbox kinds this machine runs, over fresh folders.
+func providers(t *testing.T) map[string]sandbox.Provider {
+	t.Helper()
+	bin := helperBin(t)
+	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin}}
+	if bw, err := sandbox.NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		ps["bubblewrap"] = bw
+	} else if os.Getenv("CI") != "" {
+		t.Fatalf("bubblewrap must be installed in CI: %v", err)
+	} else {
+		t.Logf("bubblewrap cases skipped: %v", err)
+	}
+	return ps
+}
+
+// env is one orchestrator over real PostgreSQL and a sandbox provider, serving HTTP on loopback.
+type env struct {
+	t    testing.TB
+	pool *pgxpool.Pool
+	base string
+	hc   *http.Client
+}
+
+func newEnv(t testing.TB, p sandbox.Provider) *env {
+	t.Helper()
+	pool := pgtest.NewDB(t)
+	store := postgres.NewStore(pool)
+	log := slog.New(slog.DiscardHandler)
+	reg := registry.New()
+	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{},
+		Secrets: fixedSecrets{secretValue}, Log: log}
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Getenv: func(string) string { return "" }, Log: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.ShutdownWithTimeout(5 * time.Second) })
+	return &env{t: t, pool: pool, base: "http://" + ln.Addr().String(), hc: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+// do sends one authorized request and decodes the JSON object it answers.
+func (e *env) do(want int, method, path string, body any) map[string]any {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, e.base+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("%s %s: not JSON: %q", method, path, raw)
+	}
+	if resp.StatusCode != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	}
+	return out
+}
+
+// startRun creates an org, guild and agent and starts a coding run; it returns the agent and run ids.
+func (e *env) startRun(config map[string]any) (string, map[string]any) {
+	e.t.Helper()
+	org := e.do(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})
+	g := e.do(201, "POST", "/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "Builders"})
+	a := e.do(201, "POST", "/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Ada"})
+	run := e.do(201, "POST", "/api/agents/"+a["id"].(string)+"/runs", map[string]any{"kind": "direct", "config": config})
+	return a["id"].(string), run
+}
+
+// call makes one tool call and returns its result and metadata.
+func (e *env) call(runID, name string, args any) (string, map[string]any) {
+	e.t.Helper()
+	out := e.do(200, "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": name, "arguments": args})
+	meta, _ := out["metadata"].(map[string]any)
+	return out["result"].(string), meta
+}
+
+// hostHome is where the agent's /home/agent lives on the host for either provider.
+func hostHome(p sandbox.Provider, agentID string) string {
+	switch p := p.(type) {
+	case *sandbox.Local:
+		return filepath.Join(p.Root, agentID, "home")
+	case *sandbox.Bubblewrap:
+		return filepath.Join(p.Root, agentID, "home")
+	}
+	panic("unknown provider")
+}
+
+func hostRun(p sandbox.Provider, agentID string) string {
+	return filepath.Join(filepath.Dir(hostHome(p, agentID)), "run")
+}
+
+func TestCodeToolsEndToEnd(t *testing.T) {
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, p)
+			agentID, run := e.startRun(map[string]any{"coding": true})
+			runID := run["id"].(string)
+			offered := map[string]bool{}
+			for _, o := range run["offered_tools"].([]any) {
+				offered[o.(map[string]any)["name"].(string)] = true
+			}
+			for _, n := range code.Names {
+				if !offered[n] {
+					t.Fatalf("coding run does not offer %s: %v", n, offered)
+				}
+			}
+
+			res, meta := e.call(runID, "file_write", map[string]any{"path": "src/hello.txt", "content": "hello\nworld\n"})
+			if !strings.HasPrefix(res, "wrote src/hello.txt (2 lines)") || meta["path"] == nil || meta["content_hash"] == nil {
+				t.Fatalf("file_write: %q %v", res, meta)
+			}
+			if b, err := os.ReadFile(filepath.Join(hostHome(p, agentID), "src", "hello.txt")); err != nil || string(b) != "hello\nworld\n" {
+				t.Fatalf("written file: %q %v", b, err)
+			}
+			res, meta = e.call(runID, "file_edit", map[string]any{"path": "src/hello.txt", "old_string": "world", "new_string": "there"})
+			if !strings.HasPrefix(res, "edited src/hello.txt (+1 −1)") || meta["lines_added"] != 1.0 || meta["lines_removed"] != 1.0 {
+				t.Fatalf("file_edit: %q %v", res, meta)
+			}
+			res, meta = e.call(runID, "file_read", map[string]any{"path": "src/hello.txt"})
+			if !strings.Contains(res, "there") || strings.Contains(res, "world") || meta["range"] != "1-2" || meta["lines"] != 2.0 {
+				t.Fatalf("file_read: %q %v", res, meta)
+			}
+			res, _ = e.call(runID, "file_edit", map[string]any{"path": "src/hello.txt", "old_string": "absent", "new_string": "x"})
+			if !strings.HasPrefix(res, "ERROR: ") {
+				t.Fatalf("failed edit: %q", res)
+			}
+			res, meta = e.call(runID, "code_search", map[string]any{"pattern": "there", "mode": "content"})
+			if !strings.Contains(res, "src/hello.txt:2:") || meta["matches"] != 1.0 {
+				t.Fatalf("code_search: %q %v", res, meta)
+			}
+
+			// A registered secret printed by shell: redacted in the result and the database, kept in the log.
+			res, meta = e.call(runID, "shell", map[string]any{"command": "printf 'token=%s\\n' sk-live-7f3a9c2e5''1d84b06; pwd"})
+			if strings.Contains(res, secretValue) || !strings.Contains(res, "token=") || !strings.Contains(res, "REDACTED") {
+				t.Fatalf("shell result not redacted: %q", res)
+			}
+			if meta["exit_code"] != 0.0 {
+				t.Fatalf("shell meta: %v", meta)
+			}
+			var stored int
+			if err := e.pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM tool_calls WHERE run_id = $1 AND (result LIKE '%'||$2||'%' OR metadata::text LIKE '%'||$2||'%' OR arguments::text LIKE '%'||$2||'%')`,
+				runID, secretValue).Scan(&stored); err != nil || stored != 0 {
+				t.Fatalf("secret stored in %d tool_calls rows (%v)", stored, err)
+			}
+			logs, _ := filepath.Glob(filepath.Join(hostHome(p, agentID), ".runs", runID, "*.log"))
+			found := false
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				found = found || strings.Contains(string(b), "token="+secretValue)
+			}
+			if !found {
+				t.Fatalf("the workspace log does not hold the secret unredacted (logs %v)", logs)
+			}
+
+			// 100 KiB through the request file.
+			big := strings.Repeat(strings.Repeat("x", 99)+"\n", 1024)
+			res, meta = e.call(runID, "file_write", map[string]any{"path": "big/data.txt", "content": big})
+			if !strings.HasPrefix(res, "wrote big/data.txt (1024 lines)") {
+				t.Fatalf("big file_write: %q %v", res, meta)
+			}
+			if b, err := os.ReadFile(filepath.Join(hostHome(p, agentID), "big", "data.txt")); err != nil || string(b) != big {
+				t.Fatalf("big file: %d bytes, %v", len(b), err)
+			}
+			if left, _ := os.ReadDir(filepath.Join(hostRun(p, agentID), "requests")); len(left) != 0 {
+				t.Fatalf("request files left behind: %v", left)
+			}
+
+			// A timeout stops the command's group and says so.
+			start := time.Now()
+			res, meta = e.call(runID, "shell", map[string]any{"command": "echo started; sleep 30", "timeout_seconds": 1})
+			if !strings.Contains(res, "exit_code: 124") || meta["timed_out"] != true || time.Since(start) > 15*time.Second {
+				t.Fatalf("timeout: %q %v after %s", res, meta, time.Since(start))
+			}
+
+			// Bad arguments never reach the sandbox.
+			res, _ = e.call(runID, "file_read", map[string]any{"path": "src/hello.txt", "limit": 9999})
+			if !strings.HasPrefix(res, "ERROR: ") || !strings.Contains(res, "limit") {
+				t.Fatalf("bad limit: %q", res)
+			}
+		})
+	}
+}
+
+func TestCodeToolsFollowTheCodingFlag(t *testing.T) {
+	e := newEnv(t, &sandbox.Local{Root: t.TempDir(), BinDir: t.TempDir()})
+	_, run := e.startRun(map[string]any{"coding": false})
+	for _, o := range run["offered_tools"].([]any) {
+		if n := o.(map[string]any)["name"].(string); n == "shell" || n == "file_read" {
+			t.Fatalf("run without coding offers %s", n)
+		}
+	}
+	res, _ := e.call(run["id"].(string), "shell", map[string]any{"command": "true"})
+	if !strings.Contains(res, "not offered") {
+		t.Fatalf("unoffered shell: %q", res)
+	}
+}
+
+func TestMissingHelperFailsTheCallCleanly(t *testing.T) {
+	e := newEnv(t, &sandbox.Local{Root: t.TempDir(), BinDir: t.TempDir()})
+	_, run := e.startRun(map[string]any{"coding": true})
+	res, _ := e.call(run["id"].(string), "file_read", map[string]any{"path": "x"})
+	if !strings.HasPrefix(res, "ERROR: ") || !strings.Contains(res, "guilds-code") {
+		t.Fatalf("missing helper: %q", res)
+	}
+	// The run goes on.
+	res, _ = e.call(run["id"].(string), "shell_status", map[string]any{})
+	if !strings.HasPrefix(res, "ERROR: ") {
+		t.Fatalf("second call: %q", res)
+	}
+}
