@@ -35,3 +35,33 @@ type Issue struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	ResolvedAt *time.Time `json:"resolved_at"`
 }
+
+// SecretInfo is what anyone outside the orchestrator's memory sees of a stored secret: its name and
+// dates, never its value.
+type SecretInfo struct {
+	AgentID   string    `json:"agent_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Secret request statuses.
+const (
+	SecretRequestPending  = "pending"
+	SecretRequestAnswered = "answered"
+)
+
+// PrefixSecretRequest is the id prefix of secret requests.
+const PrefixSecretRequest = "sreq"
+
+// SecretRequest is an agent's request (secret_request) for the operator to store a secret.
+type SecretRequest struct {
+	ID         string     `json:"id"`
+	AgentID    string     `json:"agent_id"`
+	RunID      string     `json:"run_id"`
+	Name       string     `json:"name"`
+	Reason     string     `json:"reason"`
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	AnsweredAt *time.Time `json:"answered_at"`
+}

@@ -33,6 +33,7 @@ type Server struct {
 	Bindings   *bindings.Service   // catalog, connections, bindings and access views
 	Artifacts  ArtifactStore       // collections, records, notes and memory; nil: those routes answer 500
 	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat; nil: those routes answer 500
+	Secrets    SecretKeeper        // agent secrets (values never returned); nil: those routes answer 500
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Log        *slog.Logger

@@ -16,12 +16,15 @@ type PlatformStore interface {
 	ResolveGuildIssues(ctx context.Context, guildID string, at time.Time) (int, error)
 }
 
-// platformRoutes registers the routes of the platform tools: the issues inbox.
+// platformRoutes registers the routes of the platform tools: the issues inbox and agent secrets.
 func (s *Server) platformRoutes(api fiber.Router) {
 	api.Get("/guilds/:id/issues", s.listIssues(orchestrator.LevelGuild))
 	api.Get("/orgs/:id/issues", s.listIssues(orchestrator.LevelOrg))
 	api.Post("/issues/:id/resolve", s.resolveIssue)
 	api.Post("/guilds/:id/issues/resolve", s.resolveGuildIssues)
+	api.Put("/agents/:id/secrets/:name", s.putSecret)
+	api.Get("/agents/:id/secrets", s.listSecrets)
+	api.Delete("/agents/:id/secrets/:name", s.deleteSecret)
 }
 
 // platform returns the platform store, or an error when the server was built without one.

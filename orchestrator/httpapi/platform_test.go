@@ -1,15 +1,21 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/guildsai/guilds/orchestrator/tools/issues"
+	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 )
 
 // platformEnv is the API over a fresh database with the real platform tools registered and the
@@ -26,13 +32,31 @@ func platformEnv(t *testing.T, getenv func(string) string, extra func(*registry.
 	if err := (&issues.Tools{Store: store}).Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Log: log}
+	box, err := sealed.FromString(sealed.GenerateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &secrets.Service{Store: store, Box: box}
+	if err := sec.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	// say prints its text: it stands for any tool whose output carries a secret value.
+	if err := reg.Register(registry.Tool{Name: "say", Family: orchestrator.FamilyNotes, Description: "Print text.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		Handler: func(_ context.Context, c *registry.Call) (string, error) {
+			var a struct{ Text string }
+			err := json.Unmarshal(c.Args, &a)
+			return "said: " + a.Text, err
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Secrets: sec, Log: log}
 	if extra != nil {
 		extra(reg, store, svc)
 	}
 	cat, policy := catalogFor(t, store, reg, getenv, log)
 	svc.Offer = policy
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, AdminToken: token, Getenv: getenv, Log: log})
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: token, Getenv: getenv, Log: log})
 	return e
 }
 
@@ -98,4 +122,88 @@ func TestIssuesInbox(t *testing.T) {
 	if st, _ := e.do("GET", "/api/guilds/nope/issues", nil); st != 404 {
 		t.Fatalf("missing guild: %d", st)
 	}
+}
+
+// TestSecretsEndToEnd: an operator's secret and one the agent stores are sealed at rest, never
+// returned, and redacted from every result and stored call; secret_request is answered by PUT.
+func TestSecretsEndToEnd(t *testing.T) {
+	e := platformEnv(t, nil, nil)
+	agent := e.agent(nil)
+	const opValue, agentValue = "sk-operator-Value-0042", "agent-made-T0ken-7777"
+
+	// The agent asks; the operator sees the pending request and answers it.
+	direct := e.run(agent, map[string]any{"kind": "direct"})
+	out := e.must(200, "POST", "/api/runs/"+direct+"/calls", map[string]any{"name": "secret_request", "arguments": map[string]any{"name": "STRIPE_KEY", "reason": "to read invoices"}})
+	if !strings.Contains(out["result"].(string), "asked the operator for secret STRIPE_KEY") {
+		t.Fatalf("secret_request: %v", out["result"])
+	}
+	list := e.must(200, "GET", "/api/agents/"+agent+"/secrets", nil)
+	if reqs := list["requests"].([]any); len(reqs) != 1 || reqs[0].(map[string]any)["name"] != "STRIPE_KEY" {
+		t.Fatalf("pending requests %v", list)
+	}
+	put := e.must(200, "PUT", "/api/agents/"+agent+"/secrets/STRIPE_KEY", map[string]any{"value": opValue})
+	if put["name"] != "STRIPE_KEY" || strings.Contains(jsonText(put), opValue) {
+		t.Fatalf("put answer %v", put)
+	}
+	list = e.must(200, "GET", "/api/agents/"+agent+"/secrets", nil)
+	if len(list["requests"].([]any)) != 0 || len(list["secrets"].([]any)) != 1 || strings.Contains(jsonText(list), opValue) {
+		t.Fatalf("after answer %v", list)
+	}
+
+	// The agent stores one it produced; the stored call's arguments hold no value.
+	out = e.must(200, "POST", "/api/runs/"+direct+"/calls", map[string]any{"name": "secret_store", "arguments": map[string]any{"name": "MADE", "value": agentValue}})
+	if !strings.Contains(out["result"].(string), "stored secret MADE") {
+		t.Fatalf("secret_store: %v", out["result"])
+	}
+	// Both values come back redacted from a later tool's output, in this run and a new one.
+	for _, run := range []string{direct, e.run(agent, map[string]any{"kind": "schedule"})} {
+		res := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "say", "arguments": map[string]any{"text": opValue + " and " + agentValue}})["result"].(string)
+		if strings.Contains(res, opValue) || strings.Contains(res, agentValue) || !strings.Contains(res, "said: ") {
+			t.Fatalf("not redacted: %q", res)
+		}
+		calls := e.must(200, "GET", "/api/runs/"+run+"/calls", nil)
+		if s := jsonText(calls); strings.Contains(s, opValue) || strings.Contains(s, agentValue) {
+			t.Fatalf("stored calls hold a secret value: %s", s)
+		}
+	}
+	// At rest the values are sealed.
+	var n int
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM agent_secrets WHERE position($1::bytea in sealed) > 0 OR position($2::bytea in sealed) > 0",
+		[]byte(opValue), []byte(agentValue)).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("plaintext at rest: n=%d err=%v", n, err)
+	}
+	// secret_request is offered on direct runs only.
+	sched := e.must(200, "GET", "/api/runs/"+e.run(agent, map[string]any{"kind": "schedule"}), nil)
+	if names := strings.Join(offered(sched), ","); strings.Contains(names, "secret_request") || !strings.Contains(names, "secret_store") {
+		t.Fatalf("schedule run offers %s", names)
+	}
+
+	// Bad input: clear errors, nothing stored.
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		status       int
+		want         string
+	}{
+		{"PUT", "/api/agents/" + agent + "/secrets/lower-case-dash", map[string]any{"value": "x"}, 422, "must match"},
+		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"value": ""}, 422, "value is empty"},
+		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"value": strings.Repeat("v", secrets.MaxValueBytes+1)}, 422, "at most"},
+		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"valu": "x"}, 422, "valu"},
+		{"PUT", "/api/agents/agt_missing/secrets/OK", map[string]any{"value": "x"}, 404, "agent"},
+		{"DELETE", "/api/agents/" + agent + "/secrets/NOPE", nil, 404, "NOPE"},
+	} {
+		st, out := e.do(tc.method, tc.path, tc.body)
+		if st != tc.status || !strings.Contains(errMessage(out), tc.want) {
+			t.Errorf("%s %s: %d %v, want %d containing %q", tc.method, tc.path, st, out, tc.status, tc.want)
+		}
+	}
+	e.must(200, "DELETE", "/api/agents/"+agent+"/secrets/MADE", nil)
+	if got := len(e.must(200, "GET", "/api/agents/"+agent+"/secrets", nil)["secrets"].([]any)); got != 1 {
+		t.Fatalf("after delete: %d secrets", got)
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -201,13 +201,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err != nil {
 		return err
 	}
+	sec := &secrets.Service{Store: store, Box: cat.Box}
+	if err := sec.Register(reg); err != nil {
+		return fmt.Errorf("register secret tools: %w", err)
+	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   policy,
-		Secrets: bindings.JoinSecrets(orchestrator.NoRunSecrets{}, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
+		Secrets: bindings.JoinSecrets(sec, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
