@@ -3,11 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
@@ -15,6 +19,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/guildsai/guilds/orchestrator/tools/issues"
+	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 )
 
@@ -206,4 +211,66 @@ func TestSecretsEndToEnd(t *testing.T) {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestTavilyOfferAndRedaction: with TAVILY_API_KEY the run offers tavily_search, the request reaches
+// the local fake, and the key is redacted even when the answer echoes it; without it the tool is not
+// offered and the instance view names the variable.
+func TestTavilyOfferAndRedaction(t *testing.T) {
+	const key = "tvly-instance-Key-31337"
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Header.Get("Authorization")+" "+string(b))
+		io.WriteString(w, `{"results":[{"title":"Leaky page","url":"https://example.com","content":"someone pasted `+key+` here"}]}`)
+	}))
+	defer srv.Close()
+	env := map[string]string{search.KeyVar: key, search.BaseURLVar: srv.URL}
+	getenv := func(k string) string { return env[k] }
+	e := platformEnv(t, getenv, func(reg *registry.Registry, _ *postgres.Store, svc *runs.Service) {
+		web := search.FromEnv(getenv)
+		if err := web.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		svc.Secrets = bindingsJoin(svc.Secrets, web)
+	})
+	agent := e.agent(nil)
+	run := e.run(agent, map[string]any{"kind": "direct"})
+	out := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "tavily_search", "arguments": map[string]any{"query": "leaks"}})
+	res := out["result"].(string)
+	if strings.Contains(res, key) || !strings.Contains(res, "1. Leaky page") || !strings.Contains(res, "https://example.com") {
+		t.Fatalf("result %q", res)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Bearer "+key+" ") || !strings.Contains(got[0], `"search_depth":"advanced"`) {
+		t.Fatalf("fake saw %q", got)
+	}
+
+	// Without the key: not offered, and the instance view says web-search is off, naming the variable.
+	off := platformEnv(t, nil, func(reg *registry.Registry, _ *postgres.Store, _ *runs.Service) {
+		if err := (&search.Tavily{}).Register(reg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r := off.must(201, "POST", "/api/agents/"+off.agent(nil)+"/runs", map[string]any{"kind": "direct"})
+	if strings.Contains(strings.Join(offered(r), ","), "tavily_search") {
+		t.Fatalf("offered without the key: %v", offered(r))
+	}
+	found := false
+	for _, ig := range off.must(200, "GET", "/api/instance", nil)["integrations"].([]any) {
+		m := ig.(map[string]any)
+		if m["name"] == "web-search" {
+			found = true
+			if m["state"] != "off" || !strings.Contains(jsonText(m["variables"]), search.KeyVar) {
+				t.Fatalf("web-search %v", m)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no web-search integration in /api/instance")
+	}
+}
+
+// bindingsJoin joins two redaction sources.
+func bindingsJoin(a, b orchestrator.RunSecrets) orchestrator.RunSecrets {
+	return bindings.JoinSecrets(a, b)
 }

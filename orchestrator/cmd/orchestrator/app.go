@@ -17,6 +17,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -205,10 +206,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
 	}
+	web := search.FromEnv(cfg.Getenv)
+	if err := web.Register(reg); err != nil {
+		return err
+	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   policy,
-		Secrets: bindings.JoinSecrets(sec, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
+		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
 	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
