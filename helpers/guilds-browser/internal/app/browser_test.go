@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +258,12 @@ func TestTools(t *testing.T) {
 		if snap = sb.ok(t, "browser_snapshot", nil); !strings.Contains(snap, "Saved: Grace Hopper <old@example.com>") {
 			t.Fatalf("the iframe's form was not submitted:\n%s", snap)
 		}
+		// The iframe element's own ref (a role getByRole does not know) is usable too.
+		m := regexp.MustCompile(`- iframe \[ref=(\w+)\]`).FindStringSubmatch(snap)
+		if m == nil {
+			t.Fatalf("no iframe ref in:\n%s", snap)
+		}
+		sb.ok(t, "browser_click", map[string]string{"locator": m[1]})
 	})
 
 	t.Run("unknown tool", func(t *testing.T) {

@@ -119,7 +119,7 @@ func ParseLocator(s string) (Locator, error) {
 		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\")", s)
 	}
 	l := Locator{Role: strings.ToLower(role)}
-	if !strings.Contains(ariaRoles, " "+l.Role+" ") {
+	if !IsARIARole(l.Role) {
 		return Locator{}, fmt.Errorf("locator %q is neither a ref (e12) nor a role and name (button \"Save\"): %q is not an ARIA role", s, role)
 	}
 	rest = strings.TrimSpace(rest)
@@ -153,6 +153,11 @@ func (l Locator) String() string {
 	}
 	b, _ := json.Marshal(l.Name)
 	return l.Role + " " + string(b)
+}
+
+// IsARIARole reports whether Playwright's getByRole accepts role.
+func IsARIARole(role string) bool {
+	return role != "" && !strings.Contains(role, " ") && strings.Contains(ariaRoles, " "+role+" ")
 }
 
 // ariaRoles are the roles Playwright's getByRole accepts, space-separated (no work at init).

@@ -86,3 +86,11 @@ func FuzzParseLocator(f *testing.F) {
 		}
 	})
 }
+
+func TestIsARIARole(t *testing.T) {
+	for role, want := range map[string]bool{"button": true, "textbox": true, "generic": true, "iframe": false, "": false, "button link": false, "butt": false} {
+		if got := IsARIARole(role); got != want {
+			t.Errorf("IsARIARole(%q) = %v, want %v", role, got, want)
+		}
+	}
+}

@@ -321,7 +321,8 @@ func (s *Session) resolve(l ariatree.Locator) (playwright.Locator, string, error
 	}
 	loc := p.Locator("aria-ref=" + l.Ref)
 	check := loc
-	if node.Role != "generic" && node.Role != "text" {
+	// The role check needs a role getByRole knows and can match ("generic" and "iframe" it cannot).
+	if ariatree.IsARIARole(node.Role) && node.Role != "generic" {
 		opts := playwright.PageGetByRoleOptions{Exact: playwright.Bool(true), IncludeHidden: playwright.Bool(true)}
 		if node.Named {
 			opts.Name = node.Name
