@@ -54,6 +54,7 @@ type Run struct {
 	OfferedTools   []OfferedTool `json:"offered_tools"`
 	CreatedAt      time.Time     `json:"created_at"`
 	ClosedAt       *time.Time    `json:"closed_at"`
+	Exploration    *Exploration  `json:"exploration"` // coding runs, after each generation; null until then
 }
 
 // Remaining returns how many tool calls the run has left.

@@ -238,15 +238,21 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, p orchestrator.Agent
 }
 
 // runColumns is the column list scanRun reads.
-const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at"
+const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at, exploration"
 
 // scanRun reads one run row.
 func scanRun(r pgx.Row) (orchestrator.Run, error) {
 	var run orchestrator.Run
-	var cfg, offered []byte
+	var cfg, offered, exploration []byte
 	if err := r.Scan(&run.ID, &run.AgentID, &run.GuildID, &run.OrgID, &run.Kind, &run.Status, &cfg,
-		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt); err != nil {
+		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt, &exploration); err != nil {
 		return run, err
+	}
+	if exploration != nil {
+		run.Exploration = &orchestrator.Exploration{}
+		if err := json.Unmarshal(exploration, run.Exploration); err != nil {
+			return run, fmt.Errorf("run %s exploration: %w", run.ID, err)
+		}
 	}
 	if err := json.Unmarshal(cfg, &run.Config); err != nil {
 		return run, fmt.Errorf("run %s config: %w", run.ID, err)

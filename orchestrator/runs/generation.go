@@ -18,7 +18,8 @@ type Generation struct {
 	Dropped []string         `json:"dropped_tools"`
 }
 
-// NextGeneration opens the run's next turn. The offer is decided again for the agent as it is now:
+// NextGeneration closes the run's generation and opens its next turn. A coding run's exploration
+// figures are computed over its calls so far and stored on the run. The offer is decided again for the agent as it is now:
 // a native tool that is now off is dropped (a binding turned off, tavily_search whose key is gone,
 // the browser, code, script or memory tools whose agent flag turned false, so a flag counts as on
 // only while both the run's snapshot and the agent have it on); nothing is added mid-run, MCP tools
@@ -42,6 +43,9 @@ func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation,
 		return Generation{}, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed; start a new run", run.ID)
 	}
 	gen := Generation{Run: run, Dropped: []string{}}
+	if err := s.explore(ctx, &gen.Run); err != nil {
+		return Generation{}, err
+	}
 	if s.Offer == nil {
 		return gen, nil
 	}

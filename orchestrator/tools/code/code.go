@@ -3,6 +3,7 @@
 package code
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -32,12 +33,28 @@ func (t *Tools) Register(reg *registry.Registry) error {
 	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.CodeHelper, Timeout: HelperTimeout, Log: t.Log}
 	for _, name := range Names {
 		d := decls[name]
+		handler := h.Handler(name)
+		if name == "file_read" {
+			handler = countBytes(handler)
+		}
 		if err := reg.Register(registry.Tool{Name: name, Description: d.desc, Schema: json.RawMessage(d.schema),
-			Handler: h.Handler(name), Family: orchestrator.FamilyCode}); err != nil {
+			Handler: handler, Family: orchestrator.FamilyCode}); err != nil {
 			return fmt.Errorf("register %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// countBytes records the bytes a file_read returned as the call's "bytes" metadata, which the
+// run's exploration figures (read_bytes_unedited) sum.
+func countBytes(next registry.Handler) registry.Handler {
+	return func(ctx context.Context, call *registry.Call) (string, error) {
+		out, err := next(ctx, call)
+		if err == nil {
+			call.Meta["bytes"] = len(out)
+		}
+		return out, err
+	}
 }
 
 type decl struct{ desc, schema string }

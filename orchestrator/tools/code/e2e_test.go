@@ -154,7 +154,7 @@ func (e *env) startRun(config map[string]any) (string, map[string]any) {
 	e.t.Helper()
 	org := e.do(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})
 	g := e.do(201, "POST", "/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "Builders"})
-	a := e.do(201, "POST", "/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Ada"})
+	a := e.do(201, "POST", "/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Ada", "config": config})
 	run := e.do(201, "POST", "/api/agents/"+a["id"].(string)+"/runs", map[string]any{"kind": "direct", "config": config})
 	return a["id"].(string), run
 }
@@ -264,6 +264,28 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 			res, meta = e.call(runID, "shell", map[string]any{"command": "echo started; sleep 30", "timeout_seconds": 1})
 			if !strings.Contains(res, "exit_code: 124") || meta["timed_out"] != true || time.Since(start) > 15*time.Second {
 				t.Fatalf("timeout: %q %v after %s", res, meta, time.Since(start))
+			}
+
+			// A generation close records the exploration figures of a fresh coding run of the agent.
+			run2 := e.do(201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"coding": true}})
+			run2ID := run2["id"].(string)
+			if run2["exploration"] != nil {
+				t.Fatalf("exploration before any generation: %v", run2["exploration"])
+			}
+			e.call(run2ID, "code_search", map[string]any{"pattern": "hello"})
+			e.call(run2ID, "file_read", map[string]any{"path": "src/hello.txt"})
+			_, bigMeta := e.call(run2ID, "file_read", map[string]any{"path": "big/data.txt", "limit": 5})
+			gen := e.do(200, "POST", "/api/runs/"+run2ID+"/generations", nil)
+			if ex := gen["run"].(map[string]any)["exploration"].(map[string]any); ex["calls_before_first_edit"] != nil || ex["read_bytes_unedited"].(float64) <= bigMeta["bytes"].(float64) {
+				t.Fatalf("exploration before an edit: %v (big read %v)", ex, bigMeta["bytes"])
+			}
+			if res, _ := e.call(run2ID, "file_edit", map[string]any{"path": "src/hello.txt", "old_string": "there", "new_string": "again"}); !strings.HasPrefix(res, "edited") {
+				t.Fatalf("edit: %q", res)
+			}
+			e.do(200, "POST", "/api/runs/"+run2ID+"/generations", nil)
+			ex := e.do(200, "GET", "/api/runs/"+run2ID, nil)["exploration"].(map[string]any)
+			if ex["calls_before_first_edit"] != 3.0 || ex["read_bytes_unedited"] != bigMeta["bytes"] {
+				t.Fatalf("exploration: %v, want 3 calls and %v bytes", ex, bigMeta["bytes"])
 			}
 
 			// Bad arguments never reach the sandbox.
