@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Artifact kinds: notes, memory, scripts and collections share one artifact store.
@@ -330,4 +332,33 @@ type RecordWrite struct {
 	Data        map[string]any // the record's values after the write
 	SearchText  string         // every value's words, for search
 	UniqueValue *string        // the unique column's value; nil when the collection has none or it is empty
+	Words       []string       // the distinct words of its text values, sorted: the vocabulary of similar spelling
+}
+
+// SpellingWords returns the distinct lower-case words of s that similar spelling can match: runs of
+// letters and digits of 3 to 64 bytes holding at least one letter, sorted.
+func SpellingWords(s string) []string {
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) >= 3 && len(w) <= 64 && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+			seen[w] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for w := range seen {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TermTokens returns the words of a where term, lower-case, in order, without repeats, at most 4.
+func TermTokens(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if !slices.Contains(out, w) && len(out) < 4 {
+			out = append(out, w)
+		}
+	}
+	return out
 }

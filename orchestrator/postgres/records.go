@@ -185,8 +185,9 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 		return orchestrator.Record{}, false, fmt.Errorf("add record to %s: %w", c.Name, err)
 	}
 	if w.UniqueValue == nil {
-		rec, err := scanRecord(s.pool.QueryRow(ctx, `INSERT INTO records AS r (id, collection_id, data, search_text, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, now), c.Name)
+		rec, err := scanRecord(s.pool.QueryRow(ctx, `WITH words AS (`+insertWords+`)
+			INSERT INTO records AS r (id, collection_id, data, search_text, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, now, words(w)), c.Name)
 		if err != nil {
 			return rec, false, fmt.Errorf("add record to %s: %w", c.Name, err)
 		}
@@ -195,6 +196,9 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 	var rec orchestrator.Record
 	var merged bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := addWords(ctx, tx, c.ID, w.Words); err != nil {
+			return err
+		}
 		// Insert unless a live record holds the value; the partial unique index makes a concurrent
 		// insert of the same value wait for this one and then do nothing. Should the holder be
 		// removed between the two statements, try again.
@@ -217,6 +221,9 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 			}
 			merged = true
 			mw := merge(existing.Data)
+			if err := addWords(ctx, tx, c.ID, mw.Words); err != nil {
+				return err
+			}
 			mdata, err := json.Marshal(mw.Data)
 			if err != nil {
 				return err
@@ -249,6 +256,9 @@ func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id 
 		if err != nil {
 			return err
 		}
+		if err := addWords(ctx, tx, c.ID, w.Words); err != nil {
+			return err
+		}
 		data, err := json.Marshal(w.Data)
 		if err != nil {
 			return err
@@ -279,6 +289,26 @@ func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id 
 	return rec, nil
 }
 
+// insertWords adds the words $6 to the vocabulary of collection $2 (a CTE of a record insert).
+const insertWords = `INSERT INTO record_words (collection_id, word) SELECT $2, unnest($6::text[]) ON CONFLICT DO NOTHING`
+
+// words returns a write's words, never nil.
+func words(w orchestrator.RecordWrite) []string {
+	if w.Words == nil {
+		return []string{}
+	}
+	return w.Words
+}
+
+// addWords adds words (sorted, so concurrent writers lock them in one order) to a collection's vocabulary.
+func addWords(ctx context.Context, tx pgx.Tx, collectionID string, words []string) error {
+	if len(words) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO record_words (collection_id, word) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING", collectionID, words)
+	return err
+}
+
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func isUniqueViolation(err error) bool {
 	return strings.Contains(err.Error(), "SQLSTATE 23505")
@@ -307,31 +337,45 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 	return n, newest, nil
 }
 
-// QueryRecords runs a checked record query: the page of records and, when q.Count, the total.
+// QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
+// every match, counted in the same scan (a window count); only a page past the end counts apart.
 func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
 	where, args := RecordQuerySQL(q)
-	order := recordOrder(q)
 	total := -1
-	var recs []orchestrator.Record
-	b := &pgx.Batch{}
+	counted := "NULL::bigint"
 	if q.Count {
-		b.Queue("SELECT count(*) FROM records r WHERE "+where, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&total) })
+		counted = "count(*) OVER ()"
 	}
-	b.Queue("SELECT "+recordColumns+", r.collection_id FROM records r WHERE "+where+" ORDER BY "+order+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var cid string
-				rec, err := scanRecord(rows, "", &cid)
-				if err != nil {
-					return err
-				}
-				rec.Collection = q.Collections[cid]
-				recs = append(recs, rec)
-			}
-			return rows.Err()
-		})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	rows, err := s.pool.Query(ctx, "SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
+		" ORDER BY "+RecordOrder(q)+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...)
+	if err != nil {
 		return 0, nil, fmt.Errorf("query records: %w", err)
+	}
+	var recs []orchestrator.Record
+	for rows.Next() {
+		var cid string
+		var n *int64
+		rec, err := scanRecord(rows, "", &cid, &n)
+		if err != nil {
+			rows.Close()
+			return 0, nil, fmt.Errorf("query records: %w", err)
+		}
+		if n != nil {
+			total = int(*n)
+		}
+		rec.Collection = q.Collections[cid]
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("query records: %w", err)
+	}
+	if q.Count && len(recs) == 0 {
+		total = 0
+		if q.Offset > 0 {
+			if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
+				return 0, nil, fmt.Errorf("count records: %w", err)
+			}
+		}
 	}
 	return total, recs, nil
 }
@@ -371,14 +415,7 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 		case orchestrator.FilterNull:
 			conds = append(conds, fmt.Sprintf("(NOT r.data ? %s OR r.data->%s = '[]'::jsonb)", col, col))
 		case orchestrator.FilterMatch:
-			p, t := arg(likePattern(f.Text)), arg(f.Text)
-			// The whole-record test lets the trigram index narrow the rows; the column test decides.
-			pre := fmt.Sprintf("(r.search_text ILIKE %s OR %s <%% r.search_text)", p, t)
-			if f.Type == orchestrator.ColTextList {
-				conds = append(conds, pre, fmt.Sprintf("EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE e.v ILIKE %s OR %s <%% e.v)", col, col, p, t))
-			} else {
-				conds = append(conds, pre, fmt.Sprintf("(r.data->>%s ILIKE %s OR %s <%% (r.data->>%s))", col, p, t, col))
-			}
+			conds = append(conds, matchSQL(q, f, col, arg))
 		case orchestrator.FilterIn:
 			var ors []string
 			for _, v := range f.Values {
@@ -402,8 +439,56 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// recordOrder returns the ORDER BY of a query; ties break on id so pages are stable.
-func recordOrder(q orchestrator.RecordQuery) string {
+// SimilarSpelling is the least trigram similarity between a term's word and a stored word for the
+// two to count as similar spelling.
+const SimilarSpelling = 0.45
+
+// matchSQL is a where term matching text, or an item of a text[] column, by substring or similar
+// spelling: the whole term as a substring, or each of its words as a substring or as a word of the
+// collection's vocabulary spelled similarly. The vocabulary lookups run once per query (InitPlans),
+// and the whole-record test lets the trigram index narrow the rows before the column test decides.
+func matchSQL(q orchestrator.RecordQuery, f orchestrator.RecordFilter, col string, arg func(any) string) string {
+	var collectionID string
+	for id := range q.Collections {
+		collectionID = id
+	}
+	whole := arg(likePattern(f.Text))
+	var pats []string
+	longest := ""
+	for _, tok := range orchestrator.TermTokens(f.Text) {
+		if len([]rune(tok)) < 3 {
+			pats = append(pats, arg(tok))
+		} else {
+			t := arg(tok)
+			pats = append(pats, fmt.Sprintf(`(SELECT %s || COALESCE('|' || string_agg(w.word, '|'), '') FROM record_words w
+				WHERE w.collection_id = %s AND w.word %% %s AND similarity(w.word, %s) >= %v)`, t, arg(collectionID), t, t, SimilarSpelling))
+		}
+		if len(tok) > len(longest) {
+			longest = pats[len(pats)-1]
+		}
+	}
+	test := func(v string) string {
+		if len(pats) == 0 {
+			return fmt.Sprintf("%s ILIKE %s", v, whole)
+		}
+		words := make([]string, len(pats))
+		for i, p := range pats {
+			words[i] = fmt.Sprintf("%s ~* %s", v, p)
+		}
+		return fmt.Sprintf("(%s ILIKE %s OR (%s))", v, whole, strings.Join(words, " AND "))
+	}
+	pre := fmt.Sprintf("r.search_text ILIKE %s", whole)
+	if longest != "" {
+		pre = fmt.Sprintf("(r.search_text ILIKE %s OR r.search_text ~* %s)", whole, longest)
+	}
+	if f.Type == orchestrator.ColTextList {
+		return pre + fmt.Sprintf(" AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE %s)", col, col, test("e.v"))
+	}
+	return pre + " AND " + test(fmt.Sprintf("(r.data->>%s)", col))
+}
+
+// RecordOrder returns the ORDER BY of a checked query; ties break on id so pages are stable.
+func RecordOrder(q orchestrator.RecordQuery) string {
 	dir := " ASC"
 	if q.Desc {
 		dir = " DESC"

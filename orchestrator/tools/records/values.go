@@ -235,7 +235,7 @@ func checkBody(c orchestrator.Collection, body map[string]json.RawMessage, add b
 // write prepares the stored form of a record's values.
 func write(c orchestrator.Collection, data map[string]any) orchestrator.RecordWrite {
 	w := orchestrator.RecordWrite{Data: data}
-	var words []string
+	var words, texts []string
 	for _, col := range c.Columns {
 		v, ok := data[col.Name]
 		if !ok {
@@ -244,12 +244,16 @@ func write(c orchestrator.Collection, data map[string]any) orchestrator.RecordWr
 		switch x := v.(type) {
 		case string:
 			words = append(words, x)
+			if col.Type == orchestrator.ColText {
+				texts = append(texts, x)
+			}
 		case float64:
 			words = append(words, strconv.FormatFloat(x, 'f', -1, 64))
 		case []any:
 			for _, it := range x {
 				if s, ok := it.(string); ok {
 					words = append(words, s)
+					texts = append(texts, s)
 				}
 			}
 		}
@@ -259,6 +263,7 @@ func write(c orchestrator.Collection, data map[string]any) orchestrator.RecordWr
 		}
 	}
 	w.SearchText = strings.Join(words, "\n")
+	w.Words = orchestrator.SpellingWords(strings.Join(texts, "\n"))
 	return w
 }
 
