@@ -93,7 +93,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 	// taken evenly across the module.
 	called := map[string]bool{}
 	for _, f := range g.Files {
-		for _, r := range f.Refs {
+		for _, r := range f.LoadRefs() {
 			called[r.Name] = true
 		}
 	}
@@ -147,7 +147,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		s := g.Sym(id)
 		ours, byName := map[site]bool{}, map[site]bool{}
 		for _, e := range g.CallersOf(id) {
-			st := site{g.Files[e.File].Path, int(g.Files[e.File].Refs[e.Ref].Line)}
+			st := site{g.Files[e.File].Path, int(g.Files[e.File].LoadRefs()[e.Ref].Line)}
 			if e.ByName {
 				byName[st] = true
 			} else {

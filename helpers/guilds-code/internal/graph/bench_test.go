@@ -167,7 +167,7 @@ func BenchmarkColdBuild(b *testing.B) {
 			syms, refs := 0, 0
 			for _, f := range g.Files {
 				syms += len(f.Symbols)
-				refs += len(f.Refs)
+				refs += len(f.LoadRefs())
 			}
 			b.Logf("GOROOT/src: %d files, %d symbols, %d call sites", len(g.Files), syms, refs)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -165,8 +166,12 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	graphPath := filepath.Join(cacheDir, "graph.bin")
 	var old []*File
 	counted := false
-	if buf, err := os.ReadFile(graphPath); err == nil {
-		if old, counted, err = decode(buf); err != nil {
+	if buf, err := readGraph(graphPath); err == nil {
+		// Decoding makes few, long-lived objects: collecting garbage meanwhile only costs time.
+		gc := debug.SetGCPercent(-1)
+		old, counted, err = decode(buf)
+		debug.SetGCPercent(gc)
+		if err != nil {
 			old = nil // a corrupt or older graph is rebuilt from scratch
 		}
 	}
@@ -224,7 +229,7 @@ func (g *Graph) Counted(ctx context.Context) {
 	defer unlock()
 	// Store only when no other call replaced the graph since this one read it.
 	graphPath := filepath.Join(g.cache, "graph.bin")
-	buf, err := os.ReadFile(graphPath)
+	buf, err := readGraph(graphPath)
 	if err != nil {
 		return
 	}

@@ -227,7 +227,7 @@ func (w *callWriter) in(t SymID, d, maxDepth int) {
 			return
 		}
 		f := w.g.Files[e.File]
-		ref := &f.Refs[e.Ref]
+		ref := &f.LoadRefs()[e.Ref]
 		caller, cid := w.from(e.File, ref)
 		mark := ""
 		if e.ByName {
@@ -253,7 +253,7 @@ func (w *callWriter) out(s SymID, d, maxDepth int) {
 			return
 		}
 		f := w.g.Files[e.File]
-		ref := &f.Refs[e.Ref]
+		ref := &f.LoadRefs()[e.Ref]
 		site := fmt.Sprintf("%s:%d", w.r.rel(w.c, f.Path), ref.Line)
 		name := ref.Name
 		if ref.Recv != "" {

@@ -100,8 +100,11 @@ type File struct {
 	Hash    uint64
 	Pkg     string // Go package name
 	Symbols []Symbol
-	Refs    []Ref
+	Refs    []Ref // nil until LoadRefs when read from disk
 	Imports []Import
+
+	refBlob []byte                 // encoded call sites, decoded by LoadRefs
+	bloom   [bloomBits / 64]uint64 // filter of call site names
 }
 
 type defHit struct {

@@ -475,7 +475,7 @@ func (g *Graph) computeRefCounts() {
 	}
 	g.idx = nil
 	for fi, f := range g.Files {
-		for ri := range f.Refs {
+		for ri := range f.LoadRefs() {
 			ids, _ := g.resolve(int32(fi), &f.Refs[ri])
 			for _, id := range ids {
 				g.Sym(id).Refs++
@@ -497,7 +497,10 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 	name := g.Sym(t).Name
 	var out []Edge
 	for fi, f := range g.Files {
-		for ri := range f.Refs {
+		if !f.MayCall(name) {
+			continue
+		}
+		for ri := range f.LoadRefs() {
 			if f.Refs[ri].Name != name {
 				continue
 			}
@@ -517,7 +520,7 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 func (g *Graph) CallsFrom(s SymID) []Edge {
 	f := g.Files[s.F]
 	var out []Edge
-	for ri := range f.Refs {
+	for ri := range f.LoadRefs() {
 		r := &f.Refs[ri]
 		if !g.within(f, r.From, s.S) {
 			continue

@@ -4,11 +4,35 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"unsafe"
 )
 
+// readGraph maps a graph file into memory read-only. Graph files are only ever replaced by rename,
+// never written in place, so the mapping stays valid for the life of the process.
+func readGraph(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() == 0 {
+		return nil, nil
+	}
+	b, err := syscall.Mmap(int(fh.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return os.ReadFile(path)
+	}
+	return b, nil
+}
+
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x03"
+const magic = "GRAFT\x00\x04"
 
 // encode writes the graph's files in the compact on-disk form; counted says whether the symbols'
 // reference counts are current.
@@ -46,15 +70,17 @@ func encode(files []*File, counted bool) []byte {
 				e.str(l.Type)
 			}
 		}
-		e.uv(uint64(len(f.Refs)))
-		var last uint32
-		for _, r := range f.Refs {
-			e.str(r.Name)
-			e.str(r.Recv)
-			e.uv(uint64(r.Line - last)) // refs are sorted by line
-			last = r.Line
-			e.v(int64(r.From))
+		// Call sites go in a block of their own, behind a filter of their names, so a query reads
+		// only the blocks of files that may hold the name it looks for.
+		if f.Refs != nil || f.refBlob == nil {
+			f.bloom = bloomOf(f.Refs)
+			f.refBlob = encodeRefs(f.Refs)
 		}
+		for _, w := range f.bloom {
+			e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
+		}
+		e.uv(uint64(len(f.refBlob)))
+		e.buf = append(e.buf, f.refBlob...)
 		e.uv(uint64(len(f.Imports)))
 		for _, im := range f.Imports {
 			e.str(im.Alias)
@@ -63,6 +89,78 @@ func encode(files []*File, counted bool) []byte {
 		}
 	}
 	return e.buf
+}
+
+func encodeRefs(refs []Ref) []byte {
+	e := encoder{}
+	e.uv(uint64(len(refs)))
+	var last uint32
+	for _, r := range refs {
+		e.str(r.Name)
+		e.str(r.Recv)
+		e.uv(uint64(r.Line - last)) // refs are sorted by line
+		last = r.Line
+		e.v(int64(r.From))
+	}
+	return e.buf
+}
+
+// bloomBits is the size of each file's filter of call site names.
+const bloomBits = 512
+
+func bloomHashes(name string) (uint32, uint32) {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return uint32(h) % bloomBits, uint32(h>>32) % bloomBits
+}
+
+func bloomOf(refs []Ref) [bloomBits / 64]uint64 {
+	var b [bloomBits / 64]uint64
+	for _, r := range refs {
+		h1, h2 := bloomHashes(r.Name)
+		b[h1/64] |= 1 << (h1 % 64)
+		b[h2/64] |= 1 << (h2 % 64)
+	}
+	return b
+}
+
+// MayCall reports whether the file may hold a call site named name (false means it surely does not).
+func (f *File) MayCall(name string) bool {
+	if f.Refs != nil {
+		return true
+	}
+	h1, h2 := bloomHashes(name)
+	return f.bloom[h1/64]&(1<<(h1%64)) != 0 && f.bloom[h2/64]&(1<<(h2%64)) != 0
+}
+
+// LoadRefs decodes the file's call sites on first use; a damaged block reads as none.
+func (f *File) LoadRefs() []Ref {
+	if f.Refs != nil || f.refBlob == nil {
+		return f.Refs
+	}
+	d := decoder{buf: f.refBlob}
+	nr := d.count(4)
+	refs := make([]Ref, nr)
+	var line uint32
+	for j := 0; j < nr && d.err == nil; j++ {
+		r := &refs[j]
+		r.Name = d.str()
+		r.Recv = d.str()
+		line += d.u32()
+		r.Line = line
+		r.From = int32(d.v())
+		if r.From < -1 || int(r.From) >= len(f.Symbols) {
+			d.fail("reference")
+		}
+	}
+	if d.err != nil || d.off != len(d.buf) {
+		refs = []Ref{}
+	}
+	f.Refs = refs
+	return refs
 }
 
 type encoder struct{ buf []byte }
@@ -112,19 +210,12 @@ func decode(buf []byte) ([]*File, bool, error) {
 				}
 			}
 		}
-		nr := d.count(4)
-		f.Refs = make([]Ref, nr)
-		var line uint32
-		for j := 0; j < nr && d.err == nil; j++ {
-			r := &f.Refs[j]
-			r.Name = d.str()
-			r.Recv = d.str()
-			line += d.u32()
-			r.Line = line
-			r.From = int32(d.v())
-			if r.From < -1 || int(r.From) >= ns {
-				d.fail("reference")
-			}
+		for k := range f.bloom {
+			f.bloom[k] = d.u64()
+		}
+		if n := d.count(1); d.err == nil {
+			f.refBlob = d.buf[d.off : d.off+n : d.off+n]
+			d.off += n
 		}
 		ni := d.count(3)
 		f.Imports = make([]Import, ni)

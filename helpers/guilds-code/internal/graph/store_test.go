@@ -30,7 +30,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 func normalize(files []*File) []File {
 	out := make([]File, len(files))
 	for i, f := range files {
+		f.LoadRefs()
 		c := *f
+		c.refBlob = nil
 		if len(c.Symbols) == 0 {
 			c.Symbols = nil
 		}
@@ -57,7 +59,7 @@ func TestCorruptCacheIsRebuilt(t *testing.T) {
 	if _, err := Open(context.Background(), root, cache); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cache, "graph.bin"), []byte("GRAFT\x00\x03\x01\xff\xff\xff"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cache, "graph.bin"), []byte("GRAFT\x00\x04\x01\xff\xff\xff"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g, err := Open(context.Background(), root, cache)

@@ -224,7 +224,7 @@ func lineCount(f *File) uint32 {
 	for _, s := range f.Symbols {
 		n = max(n, s.End)
 	}
-	for _, r := range f.Refs {
+	for _, r := range f.LoadRefs() {
 		n = max(n, r.Line)
 	}
 	return n
