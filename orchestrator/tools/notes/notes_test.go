@@ -162,6 +162,29 @@ func TestReachDefaultsAndBindings(t *testing.T) {
 	w.ok(w.a2, "note_get", `{"path":"guild/x.md"}`)
 }
 
+// TestMemoryNotReachable: the memory archive (the agent's memory row and its revisions) is not a note.
+func TestMemoryNotReachable(t *testing.T) {
+	w := newWorld(t)
+	for _, content := range []string{"remember the parser", "remember the parser twice"} {
+		if _, _, err := w.store.WriteMemory(w.ctx, w.a1, content, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.ok(w.a1, "note_find", `{}`); got != "no notes yet; note_write creates one" {
+		t.Fatalf("note_find lists memory: %q", got)
+	}
+	if got := w.ok(w.a1, "note_find", `{"query":"parser"}`); !strings.HasPrefix(got, "no note matches") {
+		t.Fatalf("note_find finds memory: %q", got)
+	}
+	w.fails(w.a1, "note_get", `{"path":"agent/memory.md"}`, orchestrator.ENOTFOUND, "no note agent/memory.md")
+	w.fails(w.a1, "note_delete", `{"path":"agent/memory.md"}`, orchestrator.ENOTFOUND, "no note agent/memory.md")
+	// A note may be called memory.md; it is a note, and the memory stays as it was.
+	w.ok(w.a1, "note_write", `{"level":"agent","key":"memory.md","content":"a note"}`)
+	if mem, err := w.store.GetMemory(w.ctx, w.a1.ID); err != nil || mem.Content != "remember the parser twice" {
+		t.Fatalf("memory after a note named memory.md: %+v %v", mem, err)
+	}
+}
+
 func TestResolve(t *testing.T) {
 	row := func(scope, id string, on bool) orchestrator.Binding {
 		return orchestrator.Binding{Scope: scope, CatalogKind: orchestrator.CatalogArtifactGrant, CatalogID: id, Enabled: on}
