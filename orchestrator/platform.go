@@ -65,3 +65,46 @@ type SecretRequest struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	AnsweredAt *time.Time `json:"answered_at"`
 }
+
+// Schedule kinds and statuses.
+const (
+	ScheduleCron   = "cron"   // a five-field UTC cron expression
+	ScheduleWindow = "window" // a daily random window in a timezone
+	ScheduleActive = "active"
+	SchedulePaused = "paused"
+)
+
+// PrefixSchedule is the id prefix of schedules.
+const PrefixSchedule = "sch"
+
+// Schedule wakes an agent: each firing starts a schedule-triggered run carrying the instruction.
+type Schedule struct {
+	ID          string     `json:"id"`
+	AgentID     string     `json:"agent_id"`
+	GuildID     string     `json:"guild_id"`
+	OrgID       string     `json:"org_id"`
+	Kind        string     `json:"kind"`
+	Cron        string     `json:"cron,omitempty"`
+	Timezone    string     `json:"timezone,omitempty"`
+	Start       string     `json:"start,omitempty"` // window: local HH:MM
+	End         string     `json:"end,omitempty"`   // window: local HH:MM
+	MaxWakes    int        `json:"max_wakes,omitempty"`
+	Seed        int64      `json:"-"` // window: fixes each day's random draw
+	Description string     `json:"description"`
+	Instruction string     `json:"instruction"`
+	Status      string     `json:"status"`
+	NextRunAt   *time.Time `json:"next_run_at"`
+	LastRunAt   *time.Time `json:"last_run_at"`
+	LastRunID   string     `json:"last_run_id"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// ScheduleFiring is one wake-up of a schedule: the run it started and the instruction it carried.
+type ScheduleFiring struct {
+	RunID       string    `json:"run_id"`
+	ScheduleID  string    `json:"schedule_id"`
+	Instruction string    `json:"instruction"`
+	DueAt       time.Time `json:"due_at"`
+	FiredAt     time.Time `json:"fired_at"`
+}

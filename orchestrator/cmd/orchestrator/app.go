@@ -17,6 +17,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/tools/schedules"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 	"github.com/jackc/pgx/v5"
@@ -216,6 +217,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
+	// The scheduler fires due schedules until serve returns; serve waits for it before closing the database.
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
+	}()
+	defer func() { stopSched(); <-schedDone }()
 	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
