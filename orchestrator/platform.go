@@ -108,3 +108,13 @@ type ScheduleFiring struct {
 	DueAt       time.Time `json:"due_at"`
 	FiredAt     time.Time `json:"fired_at"`
 }
+
+// ChatMessage is one message of a guild's group chat.
+type ChatMessage struct {
+	ID        int64     `json:"id"`
+	GuildID   string    `json:"guild_id"`
+	AgentID   string    `json:"agent_id"`
+	RunID     string    `json:"run_id"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+}

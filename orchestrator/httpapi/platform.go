@@ -9,14 +9,15 @@ import (
 )
 
 // PlatformStore is what the platform tools' operator endpoints read and write: the issues inbox
-// (postgres.Store implements it).
+// and the group chat (postgres.Store implements it).
 type PlatformStore interface {
 	ListIssues(ctx context.Context, level, owner, status string) ([]orchestrator.Issue, error)
 	ResolveIssue(ctx context.Context, id string, at time.Time) (orchestrator.Issue, error)
 	ResolveGuildIssues(ctx context.Context, guildID string, at time.Time) (int, error)
+	ListGroupMessages(ctx context.Context, guildID string, before int64, limit int) ([]orchestrator.ChatMessage, error)
 }
 
-// platformRoutes registers the routes of the platform tools: the issues inbox and agent secrets.
+// platformRoutes registers the routes of the platform tools: the issues inbox, agent secrets and the group chat.
 func (s *Server) platformRoutes(api fiber.Router) {
 	api.Get("/guilds/:id/issues", s.listIssues(orchestrator.LevelGuild))
 	api.Get("/orgs/:id/issues", s.listIssues(orchestrator.LevelOrg))
@@ -25,6 +26,7 @@ func (s *Server) platformRoutes(api fiber.Router) {
 	api.Put("/agents/:id/secrets/:name", s.putSecret)
 	api.Get("/agents/:id/secrets", s.listSecrets)
 	api.Delete("/agents/:id/secrets/:name", s.deleteSecret)
+	api.Get("/guilds/:id/chat", s.listGroupChat)
 }
 
 // platform returns the platform store, or an error when the server was built without one.

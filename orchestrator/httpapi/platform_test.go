@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sealed"
+	"github.com/guildsai/guilds/orchestrator/tools/group"
 	"github.com/guildsai/guilds/orchestrator/tools/issues"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
@@ -35,6 +37,9 @@ func platformEnv(t *testing.T, getenv func(string) string, extra func(*registry.
 	store := postgres.NewStore(e.pool)
 	reg := registry.New()
 	if err := (&issues.Tools{Store: store}).Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&group.Tools{Store: store}).Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	box, err := sealed.FromString(sealed.GenerateKey())
@@ -273,4 +278,38 @@ func TestTavilyOfferAndRedaction(t *testing.T) {
 // bindingsJoin joins two redaction sources.
 func bindingsJoin(a, b orchestrator.RunSecrets) orchestrator.RunSecrets {
 	return bindings.JoinSecrets(a, b)
+}
+
+func TestGroupChat(t *testing.T) {
+	e := platformEnv(t, nil, nil)
+	agent := e.must(200, "GET", "/api/agents/"+e.agent(nil), nil)
+	guild := agent["guild_id"].(string)
+	run := e.run(agent["id"].(string), map[string]any{"kind": "group_chat"})
+	for i := 1; i <= 5; i++ {
+		out := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "group_post", "arguments": map[string]any{"text": "message " + string(rune('0'+i))}})
+		if !strings.Contains(out["result"].(string), "posted message") {
+			t.Fatalf("group_post: %v", out["result"])
+		}
+	}
+	bad := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "group_post", "arguments": map[string]any{"text": "   "}})
+	if !strings.HasPrefix(bad["result"].(string), "ERROR: text is empty") {
+		t.Fatalf("empty post: %v", bad["result"])
+	}
+	page := e.must(200, "GET", "/api/guilds/"+guild+"/chat?limit=2", nil)["messages"].([]any)
+	if len(page) != 2 || page[0].(map[string]any)["text"] != "message 4" || page[1].(map[string]any)["text"] != "message 5" {
+		t.Fatalf("newest page %v", page)
+	}
+	if page[0].(map[string]any)["run_id"] != run || page[0].(map[string]any)["agent_id"] != agent["id"] {
+		t.Fatalf("message %v", page[0])
+	}
+	before := int(page[0].(map[string]any)["id"].(float64))
+	older := e.must(200, "GET", "/api/guilds/"+guild+"/chat?limit=10&before="+strconv.Itoa(before), nil)["messages"].([]any)
+	if len(older) != 3 || older[0].(map[string]any)["text"] != "message 1" {
+		t.Fatalf("older page %v", older)
+	}
+	for _, q := range []string{"?limit=0", "?limit=201", "?before=x"} {
+		if st, out := e.do("GET", "/api/guilds/"+guild+"/chat"+q, nil); st != 422 {
+			t.Errorf("%s: %d %v", q, st, out)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/tools/group"
 	"github.com/guildsai/guilds/orchestrator/tools/issues"
 	"github.com/guildsai/guilds/orchestrator/tools/memory"
 	"github.com/guildsai/guilds/orchestrator/tools/notes"
@@ -21,6 +22,7 @@ func registerTools(reg *registry.Registry, store *postgres.Store) error {
 		"records":   (&records.Tools{Store: store}).Register,
 		"issues":    (&issues.Tools{Store: store}).Register,
 		"schedules": (&schedules.Tools{Store: store}).Register,
+		"group":     (&group.Tools{Store: store}).Register,
 	} {
 		if err := register(reg); err != nil {
 			return fmt.Errorf("register %s tools: %w", name, err)
