@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,8 @@ import (
 
 var errEmptyArgv = errors.New("exec: empty command")
 
-// ToolsMount is where the pinned engines folder appears inside a bubblewrap sandbox.
+// ToolsMount is where the pinned engines folder appears inside a bubblewrap sandbox (an npm
+// node_modules/.bin folder appears as ToolsMount/node_modules/.bin, as in the image).
 const ToolsMount = "/opt/guilds/tools"
 
 // Bubblewrap gives each agent its own folder at /home/agent, a private /run/guilds and /tmp, the
@@ -91,9 +93,16 @@ func (b *bwrapBox) args(req ExecRequest) ([]string, error) {
 	path := BinDir + ":/usr/bin:/bin"
 	env := []string{"HOME=" + Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "GUILDS_HOME=" + Home, "GUILDS_RUN_DIR=" + RunDir}
 	if b.p.ToolsDir != "" {
-		a = append(a, "--ro-bind", b.p.ToolsDir, ToolsMount)
-		path = BinDir + ":" + ToolsMount + ":/usr/bin:/bin"
-		env = append(env, "GUILDS_TOOLS_DIR="+ToolsMount)
+		src, dst, tools := b.p.ToolsDir, ToolsMount, ToolsMount
+		if filepath.Base(src) == ".bin" && filepath.Base(filepath.Dir(src)) == "node_modules" {
+			// An npm .bin folder links into its node_modules: mount that whole folder where the
+			// image keeps it (/opt/guilds/tools/node_modules), so the links and playwright-core resolve.
+			src, dst = filepath.Dir(src), ToolsMount+"/node_modules"
+			tools = dst + "/.bin"
+		}
+		a = append(a, "--ro-bind", src, dst)
+		path = BinDir + ":" + tools + ":/usr/bin:/bin"
+		env = append(env, "GUILDS_TOOLS_DIR="+tools)
 	}
 	env = append([]string{"PATH=" + path}, env...)
 	a = append(a, "--chdir", Home, "--clearenv")
@@ -116,6 +125,19 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		return ExecResult{}, err
 	}
 	return run(ctx, req, b.p.bwrap, args, func(cmd *exec.Cmd) { cmd.Env = []string{} })
+}
+
+// Start starts a long-lived command in the sandbox (its own process group; stdout and stderr
+// to the given writer) and returns without waiting.
+func (b *bwrapBox) Start(req ExecRequest, out io.Writer) (*exec.Cmd, error) {
+	if len(req.Argv) == 0 {
+		return nil, errEmptyArgv
+	}
+	args, err := b.args(req)
+	if err != nil {
+		return nil, err
+	}
+	return start(b.p.bwrap, args, out, func(cmd *exec.Cmd) { cmd.Env = []string{} })
 }
 
 func cut(kv string) (string, string, bool) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"syscall"
 	"time"
@@ -71,4 +72,18 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// start starts a long-lived command in its own process group, output to out, without waiting.
+func start(name string, args []string, out io.Writer, configure func(*exec.Cmd)) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	if configure != nil {
+		configure(cmd)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Args[0], err)
+	}
+	return cmd, nil
 }

@@ -100,7 +100,8 @@ type HelperTools struct {
 	Helper   string        // sandbox path of the helper, e.g. CodeHelper
 	Timeout  time.Duration // bound on one helper process; the helper enforces the tool's own limits first
 	// Env returns extra environment for a call (GUILD_AGENT_ID is always set); nil adds nothing.
-	Env func(call *registry.Call) []string
+	// Its error fails the call.
+	Env func(ctx context.Context, call *registry.Call) ([]string, error)
 	Log *slog.Logger // operational log for what the model does not read; nil discards
 }
 
@@ -131,7 +132,11 @@ func (h *HelperTools) Run(ctx context.Context, tool string, call *registry.Call)
 	}
 	env := []string{"GUILD_AGENT_ID=" + call.AgentID}
 	if h.Env != nil {
-		env = append(env, h.Env(call)...)
+		extra, err := h.Env(ctx, call)
+		if err != nil {
+			return envelope.Reply{}, err
+		}
+		env = append(env, extra...)
 	}
 	req := envelope.Request{Tool: tool, Args: call.Args, RunID: call.RunID, CallID: call.CallID, Seq: call.Seq}
 	reply, err := CallHelper(ctx, box, h.Helper, req, env, h.Timeout)

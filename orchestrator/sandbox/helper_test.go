@@ -100,7 +100,7 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 	if _, err := h.Handler("file_edit")(ctx, c); err == nil || err.Error() != "old_string occurs 3 times" || c.Meta["path"] != "x" {
 		t.Fatalf("reply error: %v %v", err, c.Meta)
 	}
-	h.Env = func(*registry.Call) []string { return []string{"GUILDS_SLOW=1"} }
+	h.Env = func(context.Context, *registry.Call) ([]string, error) { return []string{"GUILDS_SLOW=1"}, nil }
 	start := time.Now()
 	_, err := h.Handler("shell")(ctx, c)
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") || time.Since(start) > 5*time.Second {

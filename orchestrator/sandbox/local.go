@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,27 @@ func (b *localBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	if len(req.Argv) == 0 {
 		return ExecResult{}, errEmptyArgv
 	}
+	name, env := b.command(req)
+	return run(ctx, req, name, req.Argv[1:], func(cmd *exec.Cmd) {
+		cmd.Dir = b.d.home()
+		cmd.Env = env
+	})
+}
+
+// Start starts a long-lived command (its own process group; output to out) and returns without waiting.
+func (b *localBox) Start(req ExecRequest, out io.Writer) (*exec.Cmd, error) {
+	if len(req.Argv) == 0 {
+		return nil, errEmptyArgv
+	}
+	name, env := b.command(req)
+	return start(name, req.Argv[1:], out, func(cmd *exec.Cmd) {
+		cmd.Dir = b.d.home()
+		cmd.Env = env
+	})
+}
+
+// command maps the helper path onto the host and builds the environment.
+func (b *localBox) command(req ExecRequest) (string, []string) {
 	name := req.Argv[0]
 	if strings.HasPrefix(name, BinDir+"/") {
 		name = filepath.Join(b.p.BinDir, strings.TrimPrefix(name, BinDir+"/"))
@@ -60,9 +82,5 @@ func (b *localBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	if b.p.ToolsDir != "" {
 		env = append(env, "GUILDS_TOOLS_DIR="+b.p.ToolsDir)
 	}
-	env = append(append(env, b.p.Env...), req.Env...)
-	return run(ctx, req, name, req.Argv[1:], func(cmd *exec.Cmd) {
-		cmd.Dir = b.d.home()
-		cmd.Env = env
-	})
+	return name, append(append(env, b.p.Env...), req.Env...)
 }

@@ -191,9 +191,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := registerTools(reg, store); err != nil {
 		return err
 	}
-	if err := registerSandboxTools(reg, sandboxProvider(cfg, log), log); err != nil {
+	stopBrowsers, err := registerSandboxTools(reg, sandboxProvider(cfg, log), log)
+	if err != nil {
 		return err
 	}
+	defer stopBrowsers()
 	if h.tools != nil {
 		if err := h.tools(reg); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools/browser"
 	"github.com/guildsai/guilds/orchestrator/tools/code"
 )
 
@@ -42,10 +43,16 @@ func sandboxProvider(cfg config.Config, log *slog.Logger) sandbox.Provider {
 	return p
 }
 
-// registerSandboxTools registers the tool families that run helpers in the agent's sandbox.
-func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, log *slog.Logger) error {
+// registerSandboxTools registers the tool families that run helpers in the agent's sandbox: the
+// code tools and the browser tools (each agent's headless Chromium starts on its first browser
+// call). The returned func stops those browsers.
+func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, log *slog.Logger) (func(), error) {
 	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
-		return fmt.Errorf("register code tools: %w", err)
+		return nil, fmt.Errorf("register code tools: %w", err)
 	}
-	return nil
+	browsers := &sandbox.Browsers{Provider: p, Log: log}
+	if err := (&browser.Tools{Sandbox: p, Browsers: browsers, Log: log}).Register(reg); err != nil {
+		return nil, fmt.Errorf("register browser tools: %w", err)
+	}
+	return browsers.Close, nil
 }

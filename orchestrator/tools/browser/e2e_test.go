@@ -1,0 +1,201 @@
+package browser_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools/browser"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const token = "test-admin-token-0123456789abcdef"
+
+const page = `<!doctype html><html><head><title>Orders</title></head><body>
+<h1>Orders</h1>
+<label>Customer <input id="c" name="customer"></label>
+<button onclick="document.title = 'Saved ' + document.getElementById('c').value">Save</button>
+</body></html>`
+
+// needs returns the repository's tools folder, skipping when Chromium, Node or playwright-core is missing.
+func needs(t *testing.T) (toolsBin, playwright string) {
+	t.Helper()
+	repo, _ := filepath.Abs(filepath.Join("..", "..", ".."))
+	toolsBin = filepath.Join(repo, "tools", "node_modules", ".bin")
+	playwright = filepath.Join(repo, "tools", "node_modules", "playwright-core")
+	var missing []string
+	for _, bin := range []string{"chromium", "node"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(playwright, "cli.js")); err != nil {
+		missing = append(missing, "playwright-core")
+	}
+	if len(missing) > 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v missing in CI: run make setup", missing)
+		}
+		t.Skipf("%v missing: run make setup", missing)
+	}
+	return toolsBin, playwright
+}
+
+// helperBin returns a folder holding guilds-browser: $GUILDS_BIN_DIR when `make build` filled it,
+// else a fresh build beside the repository's tools folder layout is not needed (GUILDS_PLAYWRIGHT_DIR is set).
+func helperBin(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "guilds-browser")); err == nil {
+			return d
+		}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "guilds-browser"), ".")
+	cmd.Dir = filepath.Join("..", "..", "..", "helpers", "guilds-browser")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build guilds-browser: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func do(t *testing.T, base string, want int, method, path string, body any) map[string]any {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil || resp.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	}
+	return out
+}
+
+func TestBrowserToolsEndToEnd(t *testing.T) {
+	toolsBin, playwright := needs(t)
+	bin := helperBin(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page)
+	}))
+	defer site.Close()
+	env := []string{"GUILDS_BROWSER_IDLE=5s"}
+	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin, ToolsDir: toolsBin,
+		Env: append(env, "GUILDS_PLAYWRIGHT_DIR="+playwright)}}
+	if bw, err := sandbox.NewBubblewrap(t.TempDir(), bin, toolsBin); err == nil {
+		bw.Env = env
+		ps["bubblewrap"] = bw
+	} else if os.Getenv("CI") != "" {
+		t.Fatal(err)
+	}
+	for kind, p := range ps {
+		t.Run(kind, func(t *testing.T) {
+			pool := pgtest.NewDB(t)
+			store := postgres.NewStore(pool)
+			log := slog.New(slog.DiscardHandler)
+			browsers := &sandbox.Browsers{Provider: p, Log: log}
+			defer browsers.Close()
+			reg := registry.New()
+			if err := (&browser.Tools{Sandbox: p, Browsers: browsers, Log: log}).Register(reg); err != nil {
+				t.Fatal(err)
+			}
+			svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Log: log}
+			app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Getenv: func(string) string { return "" }, Log: log})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = app.Listener(ln) }()
+			defer app.ShutdownWithTimeout(5 * time.Second)
+			base := "http://" + ln.Addr().String()
+
+			org := do(t, base, 201, "POST", "/api/orgs", map[string]any{"name": "Acme"})
+			g := do(t, base, 201, "POST", "/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "Web"})
+			a := do(t, base, 201, "POST", "/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Bea", "config": map[string]any{"browser": true}})
+			agentID := a["id"].(string)
+			var agentRoot string
+			switch p := p.(type) {
+			case *sandbox.Local:
+				agentRoot = filepath.Join(p.Root, agentID)
+			case *sandbox.Bubblewrap:
+				agentRoot = filepath.Join(p.Root, agentID)
+			}
+			defer stopDaemon(filepath.Join(agentRoot, "run", "browser", "daemon.pid"))
+			run := do(t, base, 201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"browser": true}})
+			if len(run["offered_tools"].([]any)) != len(browser.Names) {
+				t.Fatalf("offered: %v", run["offered_tools"])
+			}
+			call := func(name string, args map[string]any) string {
+				t.Helper()
+				out := do(t, base, 200, "POST", "/api/runs/"+run["id"].(string)+"/calls", map[string]any{"name": name, "arguments": args})
+				res := out["result"].(string)
+				if strings.HasPrefix(res, "ERROR") {
+					t.Fatalf("%s: %s", name, res)
+				}
+				return res
+			}
+			call("browser_navigate", map[string]any{"url": site.URL})
+			if snap := call("browser_snapshot", map[string]any{}); !strings.Contains(snap, `button "Save"`) || !strings.Contains(snap, "Customer") {
+				t.Fatalf("snapshot: %s", snap)
+			}
+			call("browser_fill", map[string]any{"locator": `textbox "Customer"`, "value": "Ada"})
+			call("browser_click", map[string]any{"locator": `button "Save"`})
+			if got := call("browser_eval", map[string]any{"script": "return document.title"}); !strings.Contains(got, "Saved Ada") {
+				t.Fatalf("eval: %s", got)
+			}
+			call("browser_screenshot", map[string]any{})
+			if fi, err := os.Stat(filepath.Join(agentRoot, "home", "screenshots", "latest.jpg")); err != nil || fi.Size() == 0 {
+				t.Fatalf("screenshot: %v", err)
+			}
+		})
+	}
+}
+
+// stopDaemon ends the helper's warm daemon the test started, by its PID file.
+func stopDaemon(pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
