@@ -41,8 +41,18 @@ bench: setup build ## run the benchmarks; each prints its ratio against the raw 
 update: setup build ## rewrite golden files from the current behaviour
 	$(GOTEST) -count=1 $$(grep -rl --include='*_test.go' 'flag.Bool("update"' . | xargs -r -n1 dirname | sort -u | sed 's|^|./|') -update
 
-run: setup build ## start the orchestrator on its embedded PostgreSQL with a local sandbox
+run: setup build ## start the orchestrator on its embedded PostgreSQL, agents sandboxed by bubblewrap
 	@./scripts/run.sh
+
+IMAGE        ?= guilds-sandbox
+IMAGE_ROOTFS ?= $(CURDIR)/.data/image-rootfs
+
+image-rootfs: build ## stage the sandbox image's layout into .data/image-rootfs (no Docker needed)
+	@./image/stage.sh $(IMAGE_ROOTFS)
+
+image: image-rootfs ## build the sandbox image (needs Docker) from image/Dockerfile
+	@docker info >/dev/null 2>&1 || { echo "make image needs a running Docker engine (none answers here); make image-rootfs stages the same layout into a folder"; exit 1; }
+	docker build -t $(IMAGE) -f image/Dockerfile $(IMAGE_ROOTFS)
 
 fmt: ## format the Go code
 	gofmt -w shared helpers orchestrator
