@@ -1,6 +1,9 @@
 package orchestrator
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Issue kinds: what report_issue files.
 const (
@@ -117,4 +120,16 @@ type ChatMessage struct {
 	RunID     string    `json:"run_id"`
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// Script is an agent's saved Python script (an artifact of kind script) with its description,
+// optional parameters JSON Schema, and the SHA-256 of its source.
+type Script struct {
+	AgentID     string          `json:"agent_id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Source      string          `json:"source"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Hash        string          `json:"hash"`
+	UpdatedAt   time.Time       `json:"updated_at"`
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/tools/schedules"
+	"github.com/guildsai/guilds/orchestrator/tools/scripts"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 	"github.com/jackc/pgx/v5"
@@ -191,9 +192,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := registerTools(reg, store); err != nil {
 		return err
 	}
-	stopBrowsers, err := registerSandboxTools(reg, sandboxProvider(cfg, log), log)
+	boxes := sandboxProvider(cfg, log)
+	stopBrowsers, err := registerSandboxTools(reg, boxes, log)
 	if err != nil {
 		return err
+	}
+	if err := (&scripts.Tools{Store: store, Sandboxes: boxes}).Register(reg); err != nil {
+		return fmt.Errorf("register script tools: %w", err)
 	}
 	defer stopBrowsers()
 	if h.tools != nil {
