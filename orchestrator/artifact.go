@@ -285,6 +285,7 @@ type RecordFilter struct {
 	Text     string
 	Values   []any
 	Gte, Lte any
+	Spelling map[string][]string // match terms: each word of Text with the collection's words spelled like it (ResolveSpelling)
 }
 
 // RecordQuery is a checked record_list or record_search query over one or more collections.

@@ -340,6 +340,10 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 // QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
 // every match, counted in the same scan (a window count); only a page past the end counts apart.
 func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
+	q, err := s.ResolveSpelling(ctx, q)
+	if err != nil {
+		return 0, nil, err
+	}
 	where, args := RecordQuerySQL(q)
 	total := -1
 	counted := "NULL::bigint"
@@ -415,7 +419,7 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 		case orchestrator.FilterNull:
 			conds = append(conds, fmt.Sprintf("(NOT r.data ? %s OR r.data->%s = '[]'::jsonb)", col, col))
 		case orchestrator.FilterMatch:
-			conds = append(conds, matchSQL(q, f, col, arg))
+			conds = append(conds, matchSQL(f, col, arg))
 		case orchestrator.FilterIn:
 			var ors []string
 			for _, v := range f.Values {
@@ -443,28 +447,78 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 // two to count as similar spelling.
 const SimilarSpelling = 0.45
 
-// matchSQL is a where term matching text, or an item of a text[] column, by substring or similar
-// spelling: the whole term as a substring, or each of its words as a substring or as a word of the
-// collection's vocabulary spelled similarly. The vocabulary lookups run once per query (InitPlans),
-// and the whole-record test lets the trigram index narrow the rows before the column test decides.
-func matchSQL(q orchestrator.RecordQuery, f orchestrator.RecordFilter, col string, arg func(any) string) string {
+// ResolveSpelling looks up, in one query, the words of the collection's vocabulary spelled like
+// each word (3 characters or more) of the query's match terms, and returns the query with them in
+// each filter's Spelling. A query without match terms is returned as it is.
+func (s *Store) ResolveSpelling(ctx context.Context, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
+	var tokens []string
+	for _, f := range q.Where {
+		if f.Op == orchestrator.FilterMatch {
+			for _, t := range orchestrator.TermTokens(f.Text) {
+				if len([]rune(t)) >= 3 {
+					tokens = append(tokens, t)
+				}
+			}
+		}
+	}
+	if len(tokens) == 0 || len(q.Collections) != 1 {
+		return q, nil
+	}
 	var collectionID string
 	for id := range q.Collections {
 		collectionID = id
 	}
-	whole := arg(likePattern(f.Text))
-	var pats []string
-	longest := ""
-	for _, tok := range orchestrator.TermTokens(f.Text) {
-		if len([]rune(tok)) < 3 {
-			pats = append(pats, arg(tok))
-		} else {
-			t := arg(tok)
-			pats = append(pats, fmt.Sprintf(`(SELECT %s || COALESCE('|' || string_agg(w.word, '|'), '') FROM record_words w
-				WHERE w.collection_id = %s AND w.word %% %s AND similarity(w.word, %s) >= %v)`, t, arg(collectionID), t, t, SimilarSpelling))
+	rows, err := s.pool.Query(ctx, `SELECT t, w.word FROM unnest($2::text[]) AS t JOIN record_words w
+		ON w.collection_id = $1 AND w.word % t AND similarity(w.word, t) >= $3 AND w.word <> t ORDER BY t, w.word`, collectionID, tokens, SimilarSpelling)
+	if err != nil {
+		return q, fmt.Errorf("look up similar spellings: %w", err)
+	}
+	similar := map[string][]string{}
+	for rows.Next() {
+		var t, w string
+		if err := rows.Scan(&t, &w); err != nil {
+			rows.Close()
+			return q, fmt.Errorf("look up similar spellings: %w", err)
 		}
-		if len(tok) > len(longest) {
-			longest = pats[len(pats)-1]
+		similar[t] = append(similar[t], w)
+	}
+	if err := rows.Err(); err != nil {
+		return q, fmt.Errorf("look up similar spellings: %w", err)
+	}
+	where := make([]orchestrator.RecordFilter, len(q.Where))
+	copy(where, q.Where)
+	for i, f := range where {
+		if f.Op != orchestrator.FilterMatch {
+			continue
+		}
+		f.Spelling = map[string][]string{}
+		for _, t := range orchestrator.TermTokens(f.Text) {
+			f.Spelling[t] = similar[t]
+		}
+		where[i] = f
+	}
+	q.Where = where
+	return q, nil
+}
+
+// matchSQL is a where term matching text, or an item of a text[] column, by substring or similar
+// spelling: the whole term as a substring, or each of its words as a substring or as one of the
+// collection's words spelled like it (f.Spelling, from ResolveSpelling). The whole-record test lets
+// the trigram index narrow the rows before the column test decides.
+func matchSQL(f orchestrator.RecordFilter, col string, arg func(any) string) string {
+	whole := arg(likePattern(f.Text))
+	tokens := orchestrator.TermTokens(f.Text)
+	var alts []string
+	spelled := false
+	for _, tok := range tokens {
+		a := append([]string{tok}, f.Spelling[tok]...) // letters and digits only: safe in a regular expression
+		spelled = spelled || len(a) > 1
+		alts = append(alts, strings.Join(a, "|"))
+	}
+	var pats []string
+	if spelled || len(tokens) != 1 || !strings.EqualFold(tokens[0], f.Text) { // else the substring test says it all
+		for _, a := range alts {
+			pats = append(pats, arg(a))
 		}
 	}
 	test := func(v string) string {
@@ -478,8 +532,14 @@ func matchSQL(q orchestrator.RecordQuery, f orchestrator.RecordFilter, col strin
 		return fmt.Sprintf("(%s ILIKE %s OR (%s))", v, whole, strings.Join(words, " AND "))
 	}
 	pre := fmt.Sprintf("r.search_text ILIKE %s", whole)
-	if longest != "" {
-		pre = fmt.Sprintf("(r.search_text ILIKE %s OR r.search_text ~* %s)", whole, longest)
+	if len(pats) > 0 {
+		longest := 0
+		for i, tok := range tokens {
+			if len(tok) > len(tokens[longest]) {
+				longest = i
+			}
+		}
+		pre = fmt.Sprintf("(r.search_text ILIKE %s OR r.search_text ~* %s)", whole, pats[longest])
 	}
 	if f.Type == orchestrator.ColTextList {
 		return pre + fmt.Sprintf(" AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE %s)", col, col, test("e.v"))
