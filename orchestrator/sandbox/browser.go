@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -42,6 +43,7 @@ type Browsers struct {
 }
 
 type browser struct {
+	box  Sandbox
 	cmd  *exec.Cmd
 	url  string
 	done chan struct{}
@@ -109,7 +111,7 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 	if err != nil {
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
-	br := &browser{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), out: out}
+	br := &browser{box: box, cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), out: out}
 	go func() { _ = cmd.Wait(); close(br.done) }()
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.NewTimer(BrowserStartTimeout)
@@ -158,7 +160,10 @@ func (b *Browsers) Close() {
 }
 
 // stop sends SIGTERM to the browser's process group, then SIGKILL after 5 s, and waits for it.
+// The guilds-browser daemon attached to it (its PID in <RunDir>/browser/daemon.pid, read through
+// the file API) gets SIGTERM too, so no helper outlives the browser it served.
 func stop(br *browser) {
+	defer stopDaemon(br.box)
 	pid := br.cmd.Process.Pid
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
@@ -196,4 +201,20 @@ func lastLines(s string, n int) string {
 		return "none"
 	}
 	return out
+}
+
+// stopDaemon sends SIGTERM to the sandbox's guilds-browser daemon, when its PID file names one.
+func stopDaemon(box Sandbox) {
+	b, err := box.ReadFile(context.Background(), box.Places().RunDir+"/browser/daemon.pid")
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	// A stale file may name a reused PID: signal only a guilds-browser process.
+	if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(cmdline), "guilds-browser") {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
 }

@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +52,9 @@ func TestHelperTools(t *testing.T) {
 	ctx := context.Background()
 	for kind, p := range protoProviders(t) {
 		t.Run(kind, func(t *testing.T) {
-			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second}
+			var logs bytes.Buffer
+			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second,
+				Log: slog.New(slog.NewTextHandler(&logs, nil))}
 			call := func(tool string, args any) (*registry.Call, string, error) {
 				raw, _ := json.Marshal(args)
 				c := &registry.Call{RunID: "run_1", AgentID: "agt_1", CallID: "call_" + tool, Seq: 3, Args: raw, Meta: map[string]any{"kept": 1}}
@@ -81,6 +85,10 @@ func TestHelperTools(t *testing.T) {
 				if out != "" || !errors.As(err, &he) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s: %q %v", tc.tool, out, err)
 				}
+			}
+			// The detail the model does not read is in the operational log.
+			if !strings.Contains(logs.String(), "helper gave no envelope") || !strings.Contains(logs.String(), "call_crash") || !strings.Contains(logs.String(), "not an envelope") {
+				t.Errorf("log lacks the detail: %s", logs.String())
 			}
 		})
 	}
