@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -130,5 +131,22 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 	// No provider: a clear error.
 	if _, err := (&HelperTools{Helper: CodeHelper}).Handler("shell")(ctx, c); err == nil || !strings.Contains(err.Error(), "GUILDS_SANDBOX") {
 		t.Fatalf("no provider: %v", err)
+	}
+}
+
+func TestUnavailableSandboxAndBrowser(t *testing.T) {
+	ctx := context.Background()
+	missing := fmt.Errorf("%w: bubblewrap is not installed (apt-get install bubblewrap, or run `make setup`)", ErrUnavailable)
+	h := &HelperTools{Provider: Unavailable{Err: missing}, Helper: CodeHelper}
+	c := &registry.Call{RunID: "r", AgentID: "a", CallID: "c", Args: json.RawMessage(`{}`)}
+	_, err := h.Handler("shell")(ctx, c)
+	if err == nil || !IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Fatalf("unavailable sandbox: %v", err)
+	}
+	// Chromium missing from PATH: the browser start names it and its install step.
+	t.Setenv("PATH", t.TempDir())
+	b := &Browsers{Provider: &Local{Root: t.TempDir(), BinDir: t.TempDir()}}
+	if _, err := b.CDPURL(ctx, "agt_1"); err == nil || !IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install chromium") {
+		t.Fatalf("missing chromium: %v", err)
 	}
 }
