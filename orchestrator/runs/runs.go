@@ -26,6 +26,7 @@ type Service struct {
 	Registry *registry.Registry
 	Offer    OfferPolicy             // what a run offers; DefaultOffer until bindings replace it
 	Secrets  orchestrator.RunSecrets // the run's granted secret values; nil means none
+	Dynamic  DynamicTools            // per-agent tools beside the registry (parameterised scripts); nil means none
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
@@ -136,7 +137,15 @@ func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.Offe
 		}
 		out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	return appendMCP(out, mcp, s.log()), nil
+	out = appendMCP(out, mcp, s.log())
+	if s.Dynamic != nil {
+		dyn, err := s.Dynamic.Offer(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("offer the agent's own tools: %w", err)
+		}
+		out = appendDynamic(out, dyn, s.log())
+	}
+	return out, nil
 }
 
 // GetRun returns a run.
@@ -361,6 +370,9 @@ func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string,
 	}
 	if t, ok := offeredMCP(run, name); ok {
 		return mcpUnavailable(t), nil, "mcp_unavailable"
+	}
+	if t, ok := s.offeredDynamic(run, name); ok {
+		return s.invokeDynamic(ctx, run, t, rc, red)
 	}
 	tool, ok := s.Registry.Get(name)
 	if !ok {

@@ -197,7 +197,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err != nil {
 		return err
 	}
-	if err := (&scripts.Tools{Store: store, Sandboxes: boxes}).Register(reg); err != nil {
+	scr := &scripts.Tools{Store: store, Sandboxes: boxes}
+	if err := scr.Register(reg); err != nil {
 		return fmt.Errorf("register script tools: %w", err)
 	}
 	defer stopBrowsers()
@@ -221,6 +222,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   policy,
+		Dynamic: scr,
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}

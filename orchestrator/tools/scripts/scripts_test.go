@@ -59,8 +59,9 @@ func newWorld(t *testing.T) *world {
 	w.sec = &secrets.Service{Store: w.store, Box: box}
 	w.box = &sandbox.Local{Root: t.TempDir(), BinDir: helperBin(t)}
 	reg := registry.New()
-	must(t, (&scripts.Tools{Store: w.store, Sandboxes: w.box, MaxScripts: 3}).Register(reg))
-	w.svc = &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: runs.DefaultOffer{}, Secrets: w.sec}
+	tools := &scripts.Tools{Store: w.store, Sandboxes: w.box, MaxScripts: 3}
+	must(t, tools.Register(reg))
+	w.svc = &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: runs.DefaultOffer{}, Secrets: w.sec, Dynamic: tools}
 	return w
 }
 
@@ -177,6 +178,51 @@ func TestScripts(t *testing.T) {
 	r4 := w.run("a2")
 	if out := w.call(r4, "script_run", map[string]any{"name": "leak"}); !strings.Contains(out, "not offered") {
 		t.Fatalf("scripting off: %q", out)
+	}
+}
+
+// TestParameterisedScriptTool: a script with parameters is a first-class tool on new runs; its
+// arguments are checked against the parameters and reach the script's stdin.
+func TestParameterisedScriptTool(t *testing.T) {
+	w := newWorld(t)
+	before := w.run("a1")
+	w.call(before, "script_create", map[string]any{"name": "get-weather", "description": "weather for a city",
+		"source":     "import json, sys\na = json.load(sys.stdin)\nprint('sunny in', a['city'], a.get('days', 1))\n",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}, "days": map[string]any{"type": "integer"}}, "required": []string{"city"}}})
+	w.call(before, "script_create", map[string]any{"name": "plain", "description": "no parameters", "source": "print(1)"})
+
+	offered := func(run string) map[string]orchestrator.OfferedTool {
+		r, err := w.svc.GetRun(w.ctx, run)
+		must(t, err)
+		m := map[string]orchestrator.OfferedTool{}
+		for _, o := range r.OfferedTools {
+			m[o.Name] = o
+		}
+		return m
+	}
+	if _, ok := offered(before)["get_weather"]; ok {
+		t.Fatal("a run started before the script offers it")
+	}
+	after := w.run("a1")
+	tool, ok := offered(after)["get_weather"]
+	if !ok || !strings.Contains(string(tool.InputSchema), `"city"`) || !strings.Contains(tool.Description, "weather for a city") {
+		t.Fatalf("offered %+v", offered(after))
+	}
+	if _, ok := offered(after)["plain"]; ok {
+		t.Fatal("a script without parameters is offered as a tool")
+	}
+	if out := w.call(after, "get_weather", map[string]any{"city": "Oslo", "days": 3}); out != "sunny in Oslo 3" {
+		t.Fatalf("call: %q", out)
+	}
+	if out := w.call(after, "get_weather", map[string]any{"days": 3}); !strings.HasPrefix(out, "ERROR: ") || !strings.Contains(out, "city") {
+		t.Fatalf("missing city: %q", out)
+	}
+	// config.scripting false: not offered, even for an agent holding a parameterised script.
+	_, err := w.store.PutScript(w.ctx, orchestrator.Script{AgentID: "a2", Name: "get-weather", Description: "d", Source: "print(1)",
+		Parameters: json.RawMessage(`{"type":"object"}`), Hash: "h"}, 10, time.Now())
+	must(t, err)
+	if _, ok := offered(w.run("a2"))["get_weather"]; ok {
+		t.Fatal("offered with scripting off")
 	}
 }
 

@@ -1,0 +1,56 @@
+package scripts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+)
+
+// toolName is what a first-class script tool may be called.
+var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+var _ runs.DynamicTools = (*Tools)(nil)
+
+// Offer returns the agent's scripts with parameters as first-class tools of a new run (the name
+// with - written _, the parameters as the input schema), unless config.scripting is false.
+func (t *Tools) Offer(ctx context.Context, in runs.OfferInput) ([]orchestrator.OfferedTool, error) {
+	if !in.Config.Scripting {
+		return nil, nil
+	}
+	all, err := t.Store.ListScripts(ctx, in.Agent.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []orchestrator.OfferedTool
+	for _, s := range all {
+		name := strings.ReplaceAll(s.Name, "-", "_")
+		if len(s.Parameters) == 0 || !toolName.MatchString(name) {
+			continue
+		}
+		schema, err := registry.ShapeSchema(s.Parameters)
+		if err != nil {
+			continue // a schema the model cannot be given; script_run still runs it
+		}
+		out = append(out, orchestrator.OfferedTool{Name: name, RemoteName: s.Name, InputSchema: schema,
+			Description: s.Description + " (your saved script " + s.Name + "; its arguments reach the script's standard input as JSON)"})
+	}
+	return out, nil
+}
+
+// Call runs a first-class script tool: its arguments object reaches the script's stdin.
+func (t *Tools) Call(ctx context.Context, _ orchestrator.Run, tool orchestrator.OfferedTool, call *registry.Call) (string, error) {
+	if err := CheckName(tool.RemoteName); err != nil {
+		return "", fmt.Errorf("%s is not a script tool: %w", tool.Name, err)
+	}
+	args := call.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return t.Exec(ctx, call, tool.RemoteName, args)
+}
