@@ -246,6 +246,17 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 				t.Fatalf("the workspace log does not hold the secret unredacted (logs %v)", logs)
 			}
 
+			// Read back through file_read, the log passes redaction like any result.
+			calls := e.do(200, "GET", "/api/runs/"+runID+"/calls", nil)["calls"].([]any)
+			shellCall := calls[len(calls)-1].(map[string]any)
+			if shellCall["name"] != "shell" {
+				t.Fatalf("last call %v", shellCall)
+			}
+			res, _ = e.call(runID, "file_read", map[string]any{"path": "~/.runs/" + runID + "/" + shellCall["call_id"].(string) + ".log"})
+			if strings.Contains(res, secretValue) || !strings.Contains(res, "token=") {
+				t.Fatalf("log read back: %q", res)
+			}
+
 			// 100 KiB through the request file.
 			big := strings.Repeat(strings.Repeat("x", 99)+"\n", 1024)
 			res, meta = e.call(runID, "file_write", map[string]any{"path": "big/data.txt", "content": big})
