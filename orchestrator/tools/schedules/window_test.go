@@ -76,3 +76,26 @@ func TestWindowDraws(t *testing.T) {
 		t.Fatalf("next after the last: %v", n)
 	}
 }
+
+// FuzzNewWindow: any timezone, start, end and count is accepted or refused with an error, never a
+// panic; an accepted window's draws lie in the window, in order, 5 minutes apart.
+func FuzzNewWindow(f *testing.F) {
+	f.Add("Europe/Paris", "09:00", "17:00", 8, uint64(1))
+	f.Add("UTC", "23:50", "23:59", 2, uint64(7))
+	f.Add("America/New_York", "01:30", "03:30", 20, uint64(3))
+	f.Fuzz(func(t *testing.T, tz, start, end string, wakes int, seed uint64) {
+		w, err := NewWindow(tz, start, end, wakes, seed)
+		if err != nil {
+			return
+		}
+		day := w.Day(2027, 3, 14) // a daylight-saving day in America
+		if len(day) != wakes {
+			t.Fatalf("%d wakes, want %d", len(day), wakes)
+		}
+		for i := 1; i < len(day); i++ {
+			if day[i].Sub(day[i-1]) < MinSpacing {
+				t.Fatalf("wakes %v and %v closer than 5 minutes", day[i-1], day[i])
+			}
+		}
+	})
+}
