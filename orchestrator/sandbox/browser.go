@@ -33,13 +33,20 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 const BrowserStartTimeout = 30 * time.Second
 
 // Browsers starts and keeps one headless Chromium per agent sandbox, with its CDP endpoint on the
-// sandbox's loopback, for guilds-browser to attach to. It is safe for concurrent use.
+// sandbox's loopback, for guilds-browser to attach to. It is safe for concurrent use: calls for
+// one agent wait for its start, other agents' calls do not.
 type Browsers struct {
 	Provider Provider
 	Log      *slog.Logger // nil discards
 
-	mu   sync.Mutex
-	live map[string]*browser
+	mu    sync.Mutex
+	slots map[string]*slot
+}
+
+// slot holds one agent's browser; its lock serializes that agent's starts and stops.
+type slot struct {
+	mu sync.Mutex
+	br *browser
 }
 
 type browser struct {
@@ -54,23 +61,30 @@ type browser struct {
 // none is running.
 func (b *Browsers) CDPURL(ctx context.Context, agentID string) (string, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if br := b.live[agentID]; br != nil {
+	if b.slots == nil {
+		b.slots = map[string]*slot{}
+	}
+	sl := b.slots[agentID]
+	if sl == nil {
+		sl = &slot{}
+		b.slots[agentID] = sl
+	}
+	b.mu.Unlock()
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.br != nil {
 		select {
-		case <-br.done:
-			delete(b.live, agentID)
+		case <-sl.br.done:
+			sl.br = nil
 		default:
-			return br.url, nil
+			return sl.br.url, nil
 		}
 	}
 	br, err := b.start(ctx, agentID)
 	if err != nil {
 		return "", err
 	}
-	if b.live == nil {
-		b.live = map[string]*browser{}
-	}
-	b.live[agentID] = br
+	sl.br = br
 	return br.url, nil
 }
 
@@ -140,22 +154,31 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 // Stop ends the agent's Chromium, if one runs.
 func (b *Browsers) Stop(agentID string) {
 	b.mu.Lock()
-	br := b.live[agentID]
-	delete(b.live, agentID)
+	sl := b.slots[agentID]
 	b.mu.Unlock()
-	if br != nil {
-		stop(br)
+	if sl != nil {
+		sl.stop()
 	}
 }
 
 // Close ends every Chromium this Browsers started.
 func (b *Browsers) Close() {
 	b.mu.Lock()
-	all := b.live
-	b.live = nil
+	all := b.slots
+	b.slots = nil
 	b.mu.Unlock()
-	for _, br := range all {
-		stop(br)
+	for _, sl := range all {
+		sl.stop()
+	}
+}
+
+// stop ends the slot's browser, if any.
+func (sl *slot) stop() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.br != nil {
+		stop(sl.br)
+		sl.br = nil
 	}
 }
 
