@@ -49,3 +49,17 @@ func TestExplore(t *testing.T) {
 		t.Fatalf("json: %s", b)
 	}
 }
+
+// FuzzExplore feeds arbitrary stored metadata (it comes from helper envelopes) to Explore: it must
+// never panic, and its figures stay sane.
+func FuzzExplore(f *testing.F) {
+	f.Add("file_read", false, `{"path":"a","bytes":10}`, "file_edit", false, `{"path":"a"}`)
+	f.Add("file_write", true, `null`, "file_read", false, `{"path":1,"bytes":"x"}`)
+	f.Fuzz(func(t *testing.T, n1 string, e1 bool, m1 string, n2 string, e2 bool, m2 string) {
+		calls := []ToolCall{{Name: n1, IsError: e1, Metadata: json.RawMessage(m1)}, {Name: n2, IsError: e2, Metadata: json.RawMessage(m2)}}
+		got := Explore(calls)
+		if got.CallsBeforeFirstEdit != nil && (*got.CallsBeforeFirstEdit < 0 || *got.CallsBeforeFirstEdit > 1) {
+			t.Fatalf("calls_before_first_edit %d out of range", *got.CallsBeforeFirstEdit)
+		}
+	})
+}
