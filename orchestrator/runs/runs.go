@@ -392,8 +392,12 @@ func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string,
 			"panic", red.With(rc.Secrets...).Redact(fmt.Sprint(panicErr.Value)), "stack", red.With(rc.Secrets...).Redact(string(panicErr.Stack)))
 		return fmt.Sprintf("ERROR: %s failed with an internal error; the operator can find the details in the orchestrator log under call %s", name, rc.CallID), nil, "panic"
 	default:
-		s.log().Warn("tool handler failed", "run_id", run.ID, "seq", rc.Seq, "call_id", rc.CallID, "tool", name,
-			"err", red.With(rc.Secrets...).Redact(err.Error()))
+		attrs := []any{"run_id", run.ID, "seq", rc.Seq, "call_id", rc.CallID, "tool", name, "err", red.With(rc.Secrets...).Redact(err.Error())}
+		var detailed interface{ LogDetail() string } // detail for the operator only (a helper's standard error, say)
+		if errors.As(err, &detailed) {
+			attrs = append(attrs, "detail", red.With(rc.Secrets...).Redact(detailed.LogDetail()))
+		}
+		s.log().Warn("tool handler failed", attrs...)
 		return "ERROR: " + err.Error(), nil, "handler"
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path"
 	"strings"
 	"time"
@@ -30,6 +29,9 @@ type HelperError struct {
 
 // Error returns the short message.
 func (e *HelperError) Error() string { return e.Msg }
+
+// LogDetail returns the detail for the operational log; the runs service logs it redacted.
+func (e *HelperError) LogDetail() string { return e.Detail }
 
 // CallHelper runs one tool call of helper (a sandbox path such as CodeHelper) in box, per
 // PROTOCOL.md: the request as base64 on argv, or, when that encoding would pass 64 KiB, the JSON
@@ -102,7 +104,6 @@ type HelperTools struct {
 	// Env returns extra environment for a call (GUILD_AGENT_ID is always set); nil adds nothing.
 	// Its error fails the call.
 	Env func(ctx context.Context, call *registry.Call) ([]string, error)
-	Log *slog.Logger // operational log for what the model does not read; nil discards
 }
 
 // Handler returns the registry handler that runs tool through the helper. The envelope's meta
@@ -141,11 +142,7 @@ func (h *HelperTools) Run(ctx context.Context, tool string, call *registry.Call)
 	req := envelope.Request{Tool: tool, Args: call.Args, RunID: call.RunID, CallID: call.CallID, Seq: call.Seq}
 	reply, err := CallHelper(ctx, box, h.Helper, req, env, h.Timeout)
 	if err != nil {
-		var he *HelperError
-		if errors.As(err, &he) && h.Log != nil {
-			h.Log.Warn("helper gave no envelope", "tool", tool, "run_id", call.RunID, "call_id", call.CallID, "err", he.Msg, "detail", he.Detail)
-		}
-		return envelope.Reply{}, err
+		return envelope.Reply{}, err // a *HelperError's detail reaches the log, redacted, through the runs service
 	}
 	if call.Meta == nil {
 		call.Meta = map[string]any{}

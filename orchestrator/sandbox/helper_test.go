@@ -1,13 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +51,7 @@ func TestHelperTools(t *testing.T) {
 	ctx := context.Background()
 	for kind, p := range protoProviders(t) {
 		t.Run(kind, func(t *testing.T) {
-			var logs bytes.Buffer
-			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second,
-				Log: slog.New(slog.NewTextHandler(&logs, nil))}
+			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second}
 			call := func(tool string, args any) (*registry.Call, string, error) {
 				raw, _ := json.Marshal(args)
 				c := &registry.Call{RunID: "run_1", AgentID: "agt_1", CallID: "call_" + tool, Seq: 3, Args: raw, Meta: map[string]any{"kept": 1}}
@@ -76,20 +72,20 @@ func TestHelperTools(t *testing.T) {
 			if _, err := box.ReadFile(ctx, box.Places().RunDir+"/requests/call_file_write.json"); err == nil {
 				t.Fatal("request file left behind")
 			}
-			for _, tc := range []struct{ tool, want string }{
-				{"crash", "guilds-proto failed (exit status 2): panic: runtime error: index out of range"},
-				{"garbage", "guilds-proto printed no valid envelope"},
-				{"silent", "guilds-proto printed no valid envelope: helper printed no envelope"},
+			for _, tc := range []struct{ tool, want, detail string }{
+				{"crash", "guilds-proto failed (exit status 2): panic: runtime error: index out of range", "index out of range"},
+				{"garbage", "guilds-proto printed no valid envelope", "not an envelope"},
+				{"silent", "guilds-proto printed no valid envelope: helper printed no envelope", "stdout"},
 			} {
 				_, out, err = call(tc.tool, map[string]any{})
 				var he *HelperError
 				if out != "" || !errors.As(err, &he) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s: %q %v", tc.tool, out, err)
 				}
-			}
-			// The detail the model does not read is in the operational log.
-			if !strings.Contains(logs.String(), "helper gave no envelope") || !strings.Contains(logs.String(), "call_crash") || !strings.Contains(logs.String(), "not an envelope") {
-				t.Errorf("log lacks the detail: %s", logs.String())
+				// The detail the model does not read is kept for the operational log.
+				if he != nil && !strings.Contains(he.LogDetail(), tc.detail) {
+					t.Errorf("%s: detail %q", tc.tool, he.LogDetail())
+				}
 			}
 		})
 	}

@@ -31,7 +31,7 @@ var Names = []string{"browser_navigate", "browser_snapshot", "browser_click", "b
 
 // Register adds the eight browser tools, Family orchestrator.FamilyBrowser.
 func (t *Tools) Register(reg *registry.Registry) error {
-	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.BrowserHelper, Timeout: HelperTimeout, Log: t.Log,
+	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.BrowserHelper, Timeout: HelperTimeout,
 		Env: func(ctx context.Context, call *registry.Call) ([]string, error) {
 			if t.Browsers == nil {
 				return nil, fmt.Errorf("the browser is not available on this orchestrator (no sandbox browser configured)")

@@ -30,7 +30,7 @@ var Names = []string{"shell", "shell_status", "file_read", "file_edit", "file_wr
 
 // Register adds the eleven code tools, Family orchestrator.FamilyCode.
 func (t *Tools) Register(reg *registry.Registry) error {
-	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.CodeHelper, Timeout: HelperTimeout, Log: t.Log}
+	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.CodeHelper, Timeout: HelperTimeout}
 	for _, name := range Names {
 		d := decls[name]
 		handler := h.Handler(name)

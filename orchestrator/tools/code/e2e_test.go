@@ -99,13 +99,33 @@ type env struct {
 	pool *pgxpool.Pool
 	base string
 	hc   *http.Client
+	logs *syncBuffer // the orchestrator's operational log
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's and the test's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newEnv(t testing.TB, p sandbox.Provider) *env {
 	t.Helper()
 	pool := pgtest.NewDB(t)
 	store := postgres.NewStore(pool)
-	log := slog.New(slog.DiscardHandler)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := registry.New()
 	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
 		t.Fatal(err)
@@ -119,7 +139,7 @@ func newEnv(t testing.TB, p sandbox.Provider) *env {
 	}
 	go func() { _ = app.Listener(ln) }()
 	t.Cleanup(func() { _ = app.ShutdownWithTimeout(5 * time.Second) })
-	return &env{t: t, pool: pool, base: "http://" + ln.Addr().String(), hc: &http.Client{Timeout: 2 * time.Minute}}
+	return &env{t: t, pool: pool, base: "http://" + ln.Addr().String(), hc: &http.Client{Timeout: 2 * time.Minute}, logs: logs}
 }
 
 // do sends one authorized request and decodes the JSON object it answers.
@@ -333,5 +353,27 @@ func TestMissingHelperFailsTheCallCleanly(t *testing.T) {
 	res, _ = e.call(run["id"].(string), "shell_status", map[string]any{})
 	if !strings.HasPrefix(res, "ERROR: ") {
 		t.Fatalf("second call: %q", res)
+	}
+}
+
+func TestCrashingHelperIsAnErrorWithItsDetailLoggedRedacted(t *testing.T) {
+	bin := t.TempDir()
+	crash := "#!/bin/bash\necho \"fatal: lost the connection (key " + secretValue + ")\" >&2\necho goroutine 1 [running] >&2\nexit 2\n"
+	if err := os.WriteFile(filepath.Join(bin, "guilds-code"), []byte(crash), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &sandbox.Local{Root: t.TempDir(), BinDir: bin})
+	_, run := e.startRun(map[string]any{"coding": true})
+	res, meta := e.call(run["id"].(string), "file_read", map[string]any{"path": "a.txt"})
+	if !strings.HasPrefix(res, "ERROR: guilds-code failed (exit status 2): fatal: lost the connection") || strings.Contains(res, secretValue) || meta["error"] != "handler" {
+		t.Fatalf("crash result: %q %v", res, meta)
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, "goroutine 1 [running]") || strings.Contains(logs, secretValue) {
+		t.Fatalf("the log must hold the helper's standard error, redacted: %s", logs)
+	}
+	// The run goes on.
+	if out := e.do(200, "GET", "/api/runs/"+run["id"].(string), nil); out["status"] != "open" || out["tool_calls_used"] != 1.0 {
+		t.Fatalf("run after the crash: %v", out)
 	}
 }
