@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"time"
 	"strings"
 	"testing"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/guildsai/guilds/orchestrator/tools/group"
 	"github.com/guildsai/guilds/orchestrator/tools/issues"
+	"github.com/guildsai/guilds/orchestrator/tools/schedules"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 )
@@ -311,5 +313,49 @@ func TestGroupChat(t *testing.T) {
 		if st, out := e.do("GET", "/api/guilds/"+guild+"/chat"+q, nil); st != 422 {
 			t.Errorf("%s: %d %v", q, st, out)
 		}
+	}
+}
+
+// TestSchedulesAPI: a schedule the agent creates is listed for the operator, and after the
+// scheduler fires it its firing names the run and the instruction it carried.
+func TestSchedulesAPI(t *testing.T) {
+	var store *postgres.Store
+	var svc *runs.Service
+	e := platformEnv(t, nil, func(reg *registry.Registry, st *postgres.Store, s *runs.Service) {
+		store, svc = st, s
+		if err := (&schedules.Tools{Store: st}).Register(reg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	agent := e.agent(nil)
+	run := e.run(agent, map[string]any{"kind": "direct"})
+	out := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "schedule_create_cron",
+		"arguments": map[string]any{"cron": "*/5 * * * *", "description": "digest", "instruction": "Summarise the **inbox**."}})
+	if !strings.Contains(out["result"].(string), "created sch_") {
+		t.Fatalf("create: %v", out["result"])
+	}
+	list := e.must(200, "GET", "/api/agents/"+agent+"/schedules", nil)["schedules"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("schedules %v", list)
+	}
+	sc := list[0].(map[string]any)
+	if sc["cron"] != "*/5 * * * *" || sc["status"] != "active" || sc["instruction"] != "Summarise the **inbox**." || sc["next_run_at"] == nil {
+		t.Fatalf("schedule %v", sc)
+	}
+	later := func() time.Time { return time.Now().Add(6 * time.Minute) }
+	if n, err := (&schedules.Scheduler{Store: store, Runs: svc, Now: later}).Tick(context.Background()); err != nil || n != 1 {
+		t.Fatalf("tick: %d %v", n, err)
+	}
+	firings := e.must(200, "GET", "/api/agents/"+agent+"/schedules/"+sc["id"].(string)+"/firings", nil)["firings"].([]any)
+	if len(firings) != 1 {
+		t.Fatalf("firings %v", firings)
+	}
+	f := firings[0].(map[string]any)
+	fired := e.must(200, "GET", "/api/runs/"+f["run_id"].(string), nil)
+	if f["instruction"] != "Summarise the **inbox**." || fired["kind"] != "schedule" || fired["agent_id"] != agent {
+		t.Fatalf("firing %v run %v", f, fired)
+	}
+	if st, _ := e.do("GET", "/api/agents/"+agent+"/schedules/sch_nope/firings", nil); st != 404 {
+		t.Fatalf("missing schedule: %d", st)
 	}
 }
