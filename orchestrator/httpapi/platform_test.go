@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
