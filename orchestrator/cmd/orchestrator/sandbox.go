@@ -47,11 +47,11 @@ func sandboxProvider(cfg config.Config, log *slog.Logger) sandbox.Provider {
 // code tools and the browser tools (each agent's headless Chromium starts on its first browser
 // call). The returned func stops those browsers.
 func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, log *slog.Logger) (func(), error) {
-	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
+	if err := (&code.Tools{Sandbox: p}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register code tools: %w", err)
 	}
 	browsers := &sandbox.Browsers{Provider: p, Log: log}
-	if err := (&browser.Tools{Sandbox: p, Browsers: browsers, Log: log}).Register(reg); err != nil {
+	if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register browser tools: %w", err)
 	}
 	return browsers.Close, nil

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -22,7 +21,6 @@ const HelperTimeout = 90 * time.Second
 type Tools struct {
 	Sandbox  sandbox.Provider
 	Browsers *sandbox.Browsers // starts each agent's Chromium; its CDP URL reaches the helper as GUILDS_CDP_URL
-	Log      *slog.Logger
 }
 
 // Names lists the eight browser tools.

@@ -128,7 +128,7 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 			browsers := &sandbox.Browsers{Provider: p, Log: log}
 			defer browsers.Close()
 			reg := registry.New()
-			if err := (&browser.Tools{Sandbox: p, Browsers: browsers, Log: log}).Register(reg); err != nil {
+			if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
 				t.Fatal(err)
 			}
 			svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Log: log}

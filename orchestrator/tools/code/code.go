@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -21,7 +20,6 @@ const HelperTimeout = 12 * time.Minute
 // Tools registers the code tools over a sandbox provider.
 type Tools struct {
 	Sandbox sandbox.Provider
-	Log     *slog.Logger
 }
 
 // Names lists the eleven code tools, in the spec's order.

@@ -127,7 +127,7 @@ func newEnv(t testing.TB, p sandbox.Provider) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := registry.New()
-	if err := (&code.Tools{Sandbox: p, Log: log}).Register(reg); err != nil {
+	if err := (&code.Tools{Sandbox: p}).Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{},
