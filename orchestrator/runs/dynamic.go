@@ -16,8 +16,9 @@ import (
 // parameterised scripts, each offered as a first-class tool on new runs. An offered dynamic tool
 // has no connection and a RemoteName its provider reads back at call time.
 type DynamicTools interface {
-	// Offer returns the agent's dynamic tools for a new run (it applies its own config rules).
-	Offer(ctx context.Context, in OfferInput) ([]orchestrator.OfferedTool, error)
+	// Offer returns the agent's dynamic tools for a new run, given what the run already offers
+	// (so a provider can follow the bindings and flags of its native family).
+	Offer(ctx context.Context, in OfferInput, offered []orchestrator.OfferedTool) ([]orchestrator.OfferedTool, error)
 	// Call runs one call of an offered dynamic tool; call.Args is checked against its schema first.
 	Call(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, call *registry.Call) (string, error)
 }

@@ -139,7 +139,7 @@ func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.Offe
 	}
 	out = appendMCP(out, mcp, s.log())
 	if s.Dynamic != nil {
-		dyn, err := s.Dynamic.Offer(ctx, in)
+		dyn, err := s.Dynamic.Offer(ctx, in, out)
 		if err != nil {
 			return nil, fmt.Errorf("offer the agent's own tools: %w", err)
 		}

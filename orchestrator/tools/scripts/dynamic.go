@@ -18,9 +18,14 @@ var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 var _ runs.DynamicTools = (*Tools)(nil)
 
 // Offer returns the agent's scripts with parameters as first-class tools of a new run (the name
-// with - written _, the parameters as the input schema), unless config.scripting is false.
-func (t *Tools) Offer(ctx context.Context, in runs.OfferInput) ([]orchestrator.OfferedTool, error) {
-	if !in.Config.Scripting {
+// with - written _, the parameters as the input schema) when the run offers script_run: the
+// script tools' binding and config.scripting decide for these too.
+func (t *Tools) Offer(ctx context.Context, in runs.OfferInput, offered []orchestrator.OfferedTool) ([]orchestrator.OfferedTool, error) {
+	hasRun := false
+	for _, o := range offered {
+		hasRun = hasRun || (o.Name == "script_run" && o.ConnectionID == "")
+	}
+	if !in.Config.Scripting || !hasRun {
 		return nil, nil
 	}
 	all, err := t.Store.ListScripts(ctx, in.Agent.ID)
