@@ -102,7 +102,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		if f.Lang != "go" || strings.HasSuffix(f.Path, "_test.go") || strings.Contains(f.Path, "testdata/") {
 			continue
 		}
-		for si, s := range f.Symbols {
+		for si, s := range f.Syms() {
 			if s.Kind.callable() && called[s.Name] && s.Name != "init" {
 				pool = append(pool, SymID{int32(fi), int32(si)})
 			}

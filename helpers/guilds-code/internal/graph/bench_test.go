@@ -166,7 +166,7 @@ func BenchmarkColdBuild(b *testing.B) {
 		if i == 0 {
 			syms, refs := 0, 0
 			for _, f := range g.Files {
-				syms += len(f.Symbols)
+				syms += len(f.Syms())
 				refs += len(f.LoadRefs())
 			}
 			b.Logf("GOROOT/src: %d files, %d symbols, %d call sites", len(g.Files), syms, refs)

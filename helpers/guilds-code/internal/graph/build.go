@@ -1,9 +1,11 @@
 package graph
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultBudget is how long a graph call may spend bringing the graph up to date (the spec's 11 minutes).
@@ -30,11 +34,11 @@ var skipDirs = map[string]bool{
 
 // Graph is a repository's parsed files, current as of its last refresh.
 type Graph struct {
-	Root    string  // absolute repository folder
-	Files   []*File // sorted by path
-	Missing int     // files not parsed because the budget ran out
-	Changed int     // files re-parsed by this refresh
-	byPath  map[string]*File
+	Root    string    // absolute repository folder
+	Files   []*File   // sorted by path
+	Missing int       // files not parsed because the budget ran out
+	Changed int       // files re-parsed by this refresh
+	names   nameIndex // the stored name index of Files
 	idx     *index
 	cache   string // the graph folder
 	counted bool   // symbols' Refs are current
@@ -42,13 +46,11 @@ type Graph struct {
 
 // File returns the file with that repository-relative slash path, or nil.
 func (g *Graph) File(rel string) *File {
-	if g.byPath == nil {
-		g.byPath = make(map[string]*File, len(g.Files))
-		for _, f := range g.Files {
-			g.byPath[f.Path] = f
-		}
+	i := sort.Search(len(g.Files), func(i int) bool { return g.Files[i].Path >= rel })
+	if i < len(g.Files) && g.Files[i].Path == rel {
+		return g.Files[i]
 	}
-	return g.byPath[rel]
+	return nil
 }
 
 // hashBytes is FNV-1a 64 of the content: stable across processes and cheap next to parsing.
@@ -89,10 +91,16 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 		if ctx.Err() != nil {
 			return
 		}
-		entries, err := os.ReadDir(dir)
+		dh, err := os.Open(dir)
 		if err != nil {
 			return
 		}
+		defer dh.Close()
+		entries, err := dh.ReadDir(-1)
+		if err != nil {
+			return
+		}
+		dfd := int(dh.Fd())
 		for _, e := range entries {
 			if e.Name() == ".gitignore" && e.Type().IsRegular() {
 				if b, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
@@ -102,14 +110,17 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 			}
 		}
 		var local []seen
+		join := func(name string) string {
+			if rel == "" {
+				return name
+			}
+			return rel + "/" + name
+		}
 		for _, e := range entries {
 			name := e.Name()
-			r := name
-			if rel != "" {
-				r = rel + "/" + name
-			}
 			switch {
 			case e.IsDir():
+				r := join(name)
 				if skipDirs[name] || ignored(rules, r, true) {
 					continue
 				}
@@ -127,14 +138,19 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				}
 			case e.Type().IsRegular():
 				l := LangFor(name)
-				if l == nil || ignored(rules, r, false) {
+				if l == nil {
 					continue
 				}
-				info, err := e.Info()
-				if err != nil || info.Size() > MaxFileBytes {
+				r := join(name)
+				if len(rules) > 0 && ignored(rules, r, false) {
 					continue
 				}
-				local = append(local, seen{rel: r, size: info.Size(), mtime: info.ModTime().UnixNano(), lang: l})
+				// One fstatat relative to the open folder: no path walk in the kernel, no allocation.
+				var st unix.Stat_t
+				if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Size > MaxFileBytes {
+					continue
+				}
+				local = append(local, seen{rel: r, size: st.Size, mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, lang: l})
 			}
 		}
 		mu.Lock()
@@ -165,11 +181,12 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 
 	graphPath := filepath.Join(cacheDir, "graph.bin")
 	var old []*File
+	var names nameIndex
 	counted := false
 	if buf, err := readGraph(graphPath); err == nil {
 		// Decoding makes few, long-lived objects: collecting garbage meanwhile only costs time.
 		gc := debug.SetGCPercent(-1)
-		old, counted, err = decode(buf)
+		old, counted, names, err = decodeTable(buf)
 		debug.SetGCPercent(gc)
 		if err != nil {
 			old = nil // a corrupt or older graph is rebuilt from scratch
@@ -183,7 +200,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	for _, f := range old {
 		prev[f.Path] = f
 	}
-	g := &Graph{Root: root, Files: make([]*File, 0, len(list)), cache: cacheDir, counted: counted}
+	g := &Graph{Root: root, Files: make([]*File, 0, len(list)), cache: cacheDir, counted: counted, names: names}
 	var todo []seen
 	changed := len(old) != len(list)
 	for _, s := range list {
@@ -205,9 +222,20 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	if changed {
 		// Reference counts are global; they are recomputed when a tool that shows them asks (Counted).
 		g.counted = false
-		if err := writeAtomic(graphPath, encode(g.Files, false)); err != nil {
+		err := writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, g.Files, false, names, len(old)) })
+		if err != nil {
 			return nil, err
 		}
+		// The graph answers from what was written, so it has the same name index as the next call.
+		buf, err := readGraph(graphPath)
+		if err != nil {
+			return nil, fmt.Errorf("read back the graph just written: %w", err)
+		}
+		files, _, names, err := decodeTable(buf)
+		if err != nil {
+			return nil, fmt.Errorf("read back the graph just written: %w", err)
+		}
+		g.Files, g.names = files, names
 	}
 	return g, nil
 }
@@ -233,7 +261,7 @@ func (g *Graph) Counted(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	files, _, err := decode(buf)
+	files, _, _, err := decodeTable(buf)
 	if err != nil || len(files) != len(g.Files) {
 		return
 	}
@@ -242,7 +270,7 @@ func (g *Graph) Counted(ctx context.Context) {
 			return
 		}
 	}
-	_ = writeAtomic(graphPath, encode(g.Files, true))
+	_ = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, g.Files, true, g.names, len(g.Files)) })
 }
 
 // parseAll parses the files in todo on every core, reusing a previous parse when only the mtime moved.
@@ -341,14 +369,19 @@ func lock(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-// writeAtomic replaces path with data through a temporary file in the same folder.
-func writeAtomic(path string, data []byte) error {
+// writeAtomic replaces path with what write produces, through a temporary file in the same folder.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".graph-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write graph: %w", err)
 	}
 	name := tmp.Name()
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		tmp.Close()
 		os.Remove(name)
 		return fmt.Errorf("write graph: %w", err)

@@ -18,9 +18,8 @@ func (g *Graph) lookup(r *repo, symbol string) []SymID {
 	if i := strings.LastIndexAny(sym, ".:#"); i >= 0 {
 		qual, name = strings.TrimRight(sym[:i], ".:#"), sym[i+1:]
 	}
-	ix := g.index()
 	var out []SymID
-	for _, id := range ix.byName[name] {
+	for _, id := range g.named(name) {
 		f := g.Files[id.F]
 		if !r.inScope(f.Path) {
 			continue
@@ -55,18 +54,18 @@ func (g *Graph) suggest(name string) []string {
 		d int
 	}
 	var cs []cand
-	for n, ids := range g.index().byName {
+	g.names.each(func(n string) {
 		l := strings.ToLower(n)
 		d := editDistance(name, l, 3)
 		if strings.Contains(l, name) || strings.Contains(name, l) && len(l) > 3 {
 			d = min(d, 2)
 		}
 		if d <= 2 {
-			s := g.Sym(ids[0])
-			full := qualified(s)
-			cs = append(cs, cand{full, d})
+			if ids := g.named(n); len(ids) > 0 {
+				cs = append(cs, cand{qualified(g.Sym(ids[0])), d})
+			}
 		}
-	}
+	})
 	sort.Slice(cs, func(i, j int) bool {
 		if cs[i].d != cs[j].d {
 			return cs[i].d < cs[j].d
@@ -216,7 +215,7 @@ func (w *callWriter) from(fi int32, ref *Ref) (string, SymID) {
 	if ref.From < 0 {
 		return "(top level)", SymID{-1, -1}
 	}
-	return qualified(&f.Symbols[ref.From]), SymID{fi, ref.From}
+	return qualified(&f.Syms()[ref.From]), SymID{fi, ref.From}
 }
 
 func (w *callWriter) in(t SymID, d, maxDepth int) {

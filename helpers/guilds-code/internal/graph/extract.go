@@ -98,11 +98,14 @@ type File struct {
 	Size    int64
 	Mtime   int64
 	Hash    uint64
-	Pkg     string // Go package name
-	Symbols []Symbol
-	Refs    []Ref // nil until LoadRefs when read from disk
+	Pkg     string   // Go package name
+	Symbols []Symbol // nil until Syms when read from disk
+	Refs    []Ref    // nil until LoadRefs when read from disk
 	Imports []Import
 
+	symBlob []byte                 // encoded symbols, decoded by Syms
+	nsyms   int                    // how many symbols symBlob holds
+	at      int32                  // 1 + its index in the graph file it was read from, 0 when parsed
 	refBlob []byte                 // encoded call sites, decoded by LoadRefs
 	bloom   [bloomBits / 64]uint64 // filter of call site names
 }

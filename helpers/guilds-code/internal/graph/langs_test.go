@@ -59,7 +59,7 @@ func TestExtractEachLanguage(t *testing.T) {
 				t.Fatal(err)
 			}
 			var syms, calls []string
-			for _, s := range f.Symbols {
+			for _, s := range f.Syms() {
 				n := s.Name
 				if s.Container != "" {
 					n = s.Container + "." + n

@@ -11,7 +11,7 @@ import (
 type SymID struct{ F, S int32 }
 
 type index struct {
-	byName    map[string][]SymID
+	byName    map[string][]SymID            // memo of the stored name index
 	dirs      map[string][]int32            // folder → files in it
 	module    string                        // Go module path at the root, "" when there is none
 	suffixes  map[string][]int32            // memo: module file suffix → files
@@ -20,7 +20,18 @@ type index struct {
 }
 
 // Sym returns the symbol an id names.
-func (g *Graph) Sym(id SymID) *Symbol { return &g.Files[id.F].Symbols[id.S] }
+func (g *Graph) Sym(id SymID) *Symbol { return &g.Files[id.F].Syms()[id.S] }
+
+// named returns the definitions of a name, from the stored name index.
+func (g *Graph) named(name string) []SymID {
+	ix := g.index()
+	if ids, ok := ix.byName[name]; ok {
+		return ids
+	}
+	ids := g.names.lookup(name, g.Files)
+	ix.byName[name] = ids
+	return ids
+}
 
 func (g *Graph) index() *index {
 	if g.idx != nil {
@@ -30,10 +41,6 @@ func (g *Graph) index() *index {
 	for fi, f := range g.Files {
 		d := path.Dir(f.Path)
 		ix.dirs[d] = append(ix.dirs[d], int32(fi))
-		for si := range f.Symbols {
-			n := f.Symbols[si].Name
-			ix.byName[n] = append(ix.byName[n], SymID{int32(fi), int32(si)})
-		}
 	}
 	if b, err := os.ReadFile(filepath.Join(g.Root, "go.mod")); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -50,8 +57,7 @@ func (g *Graph) index() *index {
 // resolve returns the symbols a reference may mean and whether it was matched by name only
 // (several candidates the syntax cannot tell apart).
 func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, bool) {
-	ix := g.index()
-	cands := ix.byName[r.Name]
+	cands := g.named(r.Name)
 	if len(cands) == 0 {
 		return nil, false
 	}
@@ -155,7 +161,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 
 // goFieldType is the declared type of field name of struct typ in folder dir.
 func (g *Graph) goFieldType(dir, typ, name string) string {
-	for _, id := range g.index().byName[typ] {
+	for _, id := range g.named(typ) {
 		f := g.Files[id.F]
 		s := g.Sym(id)
 		if f.Lang != "go" || path.Dir(f.Path) != dir || s.Kind != KindStruct {
@@ -176,8 +182,8 @@ func (g *Graph) goFieldType(dir, typ, name string) string {
 
 // goLocalType is the type the syntax gives to identifier name inside symbol from (receiver, parameters, literals).
 func (g *Graph) goLocalType(f *File, from int32, name string) string {
-	for s := from; s >= 0; s = f.Symbols[s].Parent {
-		for _, l := range f.Symbols[s].Locals {
+	for s := from; s >= 0; s = f.Syms()[s].Parent {
+		for _, l := range f.Syms()[s].Locals {
 			if l.Name == name {
 				t := l.Type
 				if i := strings.IndexByte(t, '['); i > 0 {
@@ -302,7 +308,7 @@ func (g *Graph) resolveModule(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 		}
 	case r.Recv == "self" || r.Recv == "cls" || r.Recv == "this":
 		if r.From >= 0 {
-			cls := f.Symbols[r.From].Container
+			cls := f.Syms()[r.From].Container
 			if out := filter(cands, func(id SymID) bool { return id.F == fi && g.Sym(id).Container == cls && cls != "" }); len(out) > 0 {
 				return out, true
 			}
@@ -410,7 +416,7 @@ func (g *Graph) resolveGeneric(fi int32, f *File, r *Ref, cands []SymID) ([]SymI
 	switch recv {
 	case "this", "self", "$this", "Self", "@", "static", "parent":
 		if r.From >= 0 {
-			cls := f.Symbols[r.From].Container
+			cls := f.Syms()[r.From].Container
 			if recv == "Self" || cls != "" {
 				if out := filter(cands, func(id SymID) bool { return g.Sym(id).Container == cls && cls != "" }); len(out) > 0 {
 					return out, false
@@ -420,7 +426,7 @@ func (g *Graph) resolveGeneric(fi int32, f *File, r *Ref, cands []SymID) ([]SymI
 		return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
 	case "":
 		if r.From >= 0 {
-			if cls := f.Symbols[r.From].Container; cls != "" {
+			if cls := f.Syms()[r.From].Container; cls != "" {
 				if out := filter(cands, func(id SymID) bool { return id.F == fi && g.Sym(id).Container == cls }); len(out) > 0 {
 					return out, false
 				}
@@ -469,8 +475,8 @@ func isIdent(s string) bool {
 // computeRefCounts fills every symbol's Refs with the call sites and references that resolve to it.
 func (g *Graph) computeRefCounts() {
 	for _, f := range g.Files {
-		for i := range f.Symbols {
-			f.Symbols[i].Refs = 0
+		for i := range f.Syms() {
+			f.Syms()[i].Refs = 0
 		}
 	}
 	g.idx = nil
@@ -543,7 +549,7 @@ func (g *Graph) within(f *File, from, s int32) bool {
 		if from == s {
 			return true
 		}
-		from = f.Symbols[from].Parent
+		from = f.Syms()[from].Parent
 	}
 	return false
 }
@@ -570,8 +576,8 @@ func sameFamily(g *Graph, cands []SymID, fam string) bool {
 
 // localType is the type the syntax gives a local name in symbol from or its enclosing symbols.
 func localType(f *File, from int32, name string) string {
-	for s := from; s >= 0; s = f.Symbols[s].Parent {
-		for _, l := range f.Symbols[s].Locals {
+	for s := from; s >= 0; s = f.Syms()[s].Parent {
+		for _, l := range f.Syms()[s].Locals {
 			if l.Name == name {
 				return l.Type
 			}

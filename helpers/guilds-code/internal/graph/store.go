@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sort"
 	"syscall"
 	"unsafe"
 )
@@ -32,43 +35,67 @@ func readGraph(path string) ([]byte, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x04"
+const magic = "GRAFT\x00\x05"
 
-// encode writes the graph's files in the compact on-disk form; counted says whether the symbols'
-// reference counts are current.
+// encode returns the graph's files in the compact on-disk form (see encodeTo).
 func encode(files []*File, counted bool) []byte {
-	e := encoder{buf: make([]byte, 0, 1<<16)}
+	var b bytes.Buffer
+	_ = encodeTo(&b, files, counted, nameIndex{}, 0)
+	return b.Bytes()
+}
+
+// encodeTo writes the graph's files in the compact on-disk form; counted says whether the symbols'
+// reference counts are current. prev is the name index of the table of prevFiles files the graph was
+// read from: files carried over from it unchanged keep their entries, so only changed files' names
+// are read again.
+//
+// Layout: the file table (path, language, size, mtime, hash, package, imports) with each file's
+// symbols and call sites in length-prefixed blocks that are decoded only when a query touches them,
+// then a hash table from symbol name to its definitions, so a query finds a name without reading
+// every symbol. Blocks of files that were not decoded are copied as they are.
+func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFiles int) error {
+	e := encoder{w: w, buf: make([]byte, 0, 1<<16)}
 	e.buf = append(e.buf, magic...)
 	if counted {
 		e.buf = append(e.buf, 1)
 	} else {
 		e.buf = append(e.buf, 0)
 	}
+	// Files read from prev keep their entries there, moved to their new index; the others are read again.
+	moved := make([]int32, prevFiles)
+	for i := range moved {
+		moved[i] = -1
+	}
+	incremental := prev.nb > 0
+	for fi, f := range files {
+		if incremental && f.at > 0 && int(f.at) <= prevFiles && moved[f.at-1] < 0 {
+			moved[f.at-1] = int32(fi)
+		}
+	}
+	names := nameTable{ids: make(map[string][]SymID, 1<<8)}
 	e.uv(uint64(len(files)))
-	for _, f := range files {
+	for fi, f := range files {
 		e.str(f.Path)
 		e.str(f.Lang)
 		e.v(f.Size)
 		e.v(f.Mtime)
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
 		e.str(f.Pkg)
-		e.uv(uint64(len(f.Symbols)))
-		for i := range f.Symbols {
-			s := &f.Symbols[i]
-			e.str(s.Name)
-			e.buf = append(e.buf, byte(s.Kind))
-			e.str(s.Container)
-			e.uv(uint64(s.Start))
-			e.uv(uint64(s.End - s.Start))
-			e.str(s.Sig)
-			e.str(s.Doc)
-			e.uv(uint64(s.Refs))
-			e.v(int64(s.Parent))
-			e.uv(uint64(len(s.Locals)))
-			for _, l := range s.Locals {
-				e.str(l.Name)
-				e.str(l.Type)
+		carried := incremental && f.at > 0 && int(f.at) <= prevFiles && moved[f.at-1] == int32(fi)
+		if f.Symbols != nil || f.symBlob == nil {
+			if !carried {
+				for si := range f.Symbols {
+					names.add(f.Symbols[si].Name, SymID{int32(fi), int32(si)})
+				}
 			}
+			e.uv(uint64(len(f.Symbols)))
+			e.blob(encodeSyms(f.Symbols))
+		} else {
+			if !carried {
+				symNames(f.symBlob, f.nsyms, func(si int, name string) { names.add(name, SymID{int32(fi), int32(si)}) })
+			}
+			e.uv(uint64(f.nsyms))
+			e.blob(f.symBlob)
 		}
 		// Call sites go in a block of their own, behind a filter of their names, so a query reads
 		// only the blocks of files that may hold the name it looks for.
@@ -79,8 +106,7 @@ func encode(files []*File, counted bool) []byte {
 		for _, w := range f.bloom {
 			e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
 		}
-		e.uv(uint64(len(f.refBlob)))
-		e.buf = append(e.buf, f.refBlob...)
+		e.blob(f.refBlob)
 		e.uv(uint64(len(f.Imports)))
 		for _, im := range f.Imports {
 			e.str(im.Alias)
@@ -88,7 +114,128 @@ func encode(files []*File, counted bool) []byte {
 			e.str(im.Name)
 		}
 	}
+	if incremental {
+		if idx, ok := names.merge(prev, moved); ok {
+			e.blob(idx)
+			return e.flush()
+		}
+		// The old index is damaged: read every file's names instead.
+		names = nameTable{ids: make(map[string][]SymID, 1<<12)}
+		for fi, f := range files {
+			if f.Symbols != nil || f.symBlob == nil {
+				for si := range f.Symbols {
+					names.add(f.Symbols[si].Name, SymID{int32(fi), int32(si)})
+				}
+			} else {
+				symNames(f.symBlob, f.nsyms, func(si int, name string) { names.add(name, SymID{int32(fi), int32(si)}) })
+			}
+		}
+	}
+	e.blob(names.encode())
+	return e.flush()
+}
+
+// minSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
+const minSymBytes = 10
+
+func encodeSyms(syms []Symbol) []byte {
+	e := encoder{}
+	for i := range syms {
+		s := &syms[i]
+		e.str(s.Name)
+		e.buf = append(e.buf, byte(s.Kind))
+		e.str(s.Container)
+		e.uv(uint64(s.Start))
+		e.uv(uint64(s.End - s.Start))
+		e.str(s.Sig)
+		e.str(s.Doc)
+		e.uv(uint64(s.Refs))
+		e.v(int64(s.Parent))
+		e.uv(uint64(len(s.Locals)))
+		for _, l := range s.Locals {
+			e.str(l.Name)
+			e.str(l.Type)
+		}
+	}
 	return e.buf
+}
+
+// decodeSyms reads n symbols from a block, checking every field an answer relies on.
+func decodeSyms(blob []byte, n int) ([]Symbol, error) {
+	d := decoder{buf: blob}
+	syms := make([]Symbol, n)
+	for j := 0; j < n && d.err == nil; j++ {
+		s := &syms[j]
+		s.Name = d.str()
+		s.Kind = Kind(d.byte())
+		s.Container = d.str()
+		s.Start = d.u32()
+		s.End = s.Start + d.u32()
+		s.Sig = d.str()
+		s.Doc = d.str()
+		s.Refs = d.u32()
+		s.Parent = int32(d.v())
+		if s.Parent < -1 || int(s.Parent) >= j || s.Kind >= kindImpl {
+			d.fail("symbol")
+		}
+		if nl := d.count(2); nl > 0 {
+			s.Locals = make([]Local, nl)
+			for k := range s.Locals {
+				s.Locals[k] = Local{Name: d.str(), Type: d.str()}
+			}
+		}
+	}
+	if d.err == nil && d.off != len(blob) {
+		d.fail("symbol block length")
+	}
+	return syms, d.err
+}
+
+// symNames calls fn with each symbol's name in a block without decoding the rest.
+func symNames(blob []byte, n int, fn func(int, string)) {
+	d := decoder{buf: blob}
+	for j := 0; j < n && d.err == nil; j++ {
+		name := d.str()
+		d.byte()
+		d.skip()
+		d.uv()
+		d.uv()
+		d.skip()
+		d.skip()
+		d.uv()
+		d.v()
+		for nl := d.count(2); nl > 0; nl-- {
+			d.skip()
+			d.skip()
+		}
+		if d.err == nil {
+			fn(j, name)
+		}
+	}
+}
+
+// Syms returns the file's symbols, decoding them on first use; a damaged block reads as unnamed
+// top-level symbols so that stored indexes into it stay valid.
+func (f *File) Syms() []Symbol {
+	if f.Symbols != nil || f.nsyms == 0 {
+		return f.Symbols
+	}
+	syms, err := decodeSyms(f.symBlob, f.nsyms)
+	if err != nil {
+		for i := range syms {
+			syms[i] = Symbol{Parent: -1}
+		}
+	}
+	f.Symbols = syms
+	return syms
+}
+
+// symCount is how many symbols the file has, without decoding them.
+func (f *File) symCount() int {
+	if f.Symbols != nil || f.symBlob == nil {
+		return len(f.Symbols)
+	}
+	return f.nsyms
 }
 
 func encodeRefs(refs []Ref) []byte {
@@ -108,12 +255,17 @@ func encodeRefs(refs []Ref) []byte {
 // bloomBits is the size of each file's filter of call site names.
 const bloomBits = 512
 
-func bloomHashes(name string) (uint32, uint32) {
+func nameHash(name string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(name); i++ {
 		h ^= uint64(name[i])
 		h *= 1099511628211
 	}
+	return h
+}
+
+func bloomHashes(name string) (uint32, uint32) {
+	h := nameHash(name)
 	return uint32(h) % bloomBits, uint32(h>>32) % bloomBits
 }
 
@@ -145,6 +297,7 @@ func (f *File) LoadRefs() []Ref {
 	nr := d.count(4)
 	refs := make([]Ref, nr)
 	var line uint32
+	nsyms := f.symCount()
 	for j := 0; j < nr && d.err == nil; j++ {
 		r := &refs[j]
 		r.Name = d.str()
@@ -152,7 +305,7 @@ func (f *File) LoadRefs() []Ref {
 		line += d.u32()
 		r.Line = line
 		r.From = int32(d.v())
-		if r.From < -1 || int(r.From) >= len(f.Symbols) {
+		if r.From < -1 || int(r.From) >= nsyms {
 			d.fail("reference")
 		}
 	}
@@ -163,10 +316,210 @@ func (f *File) LoadRefs() []Ref {
 	return refs
 }
 
-type encoder struct{ buf []byte }
+// nameTable collects symbol names and their definitions for the stored name index.
+type nameTable struct {
+	order []string
+	ids   map[string][]SymID
+}
+
+func (t *nameTable) add(name string, id SymID) {
+	ids, ok := t.ids[name]
+	if !ok {
+		t.order = append(t.order, name)
+	}
+	t.ids[name] = append(ids, id)
+}
+
+// encode lays the names out as an open-addressing hash table: a power-of-two count of slots, each
+// the 1-based offset of an entry (0 for empty), then the entries: name, count, then file and symbol indexes.
+func (t *nameTable) encode() []byte {
+	nb := 1
+	for nb < 2*len(t.order) {
+		nb <<= 1
+	}
+	slots := make([]uint32, nb)
+	e := encoder{buf: make([]byte, 0, len(t.order)*16)}
+	for _, name := range t.order {
+		h := nameHash(name) & uint64(nb-1)
+		for slots[h] != 0 {
+			h = (h + 1) & uint64(nb-1)
+		}
+		slots[h] = uint32(len(e.buf) + 1)
+		e.entry(name, t.ids[name])
+	}
+	return frameIndex(slots, e.buf)
+}
+
+// merge writes the index of prev with every id moved to its new file (moved[old] < 0 drops it), plus
+// the names in t, walking prev's entries in order instead of hashing every symbol again.
+func (t *nameTable) merge(prev nameIndex, moved []int32) ([]byte, bool) {
+	type entry struct {
+		off  uint32
+		name string
+	}
+	d := decoder{buf: prev.entries}
+	e := encoder{buf: make([]byte, 0, len(prev.entries)+len(t.order)*16)}
+	list := make([]entry, 0, prev.nb/2+len(t.order))
+	var ids []SymID
+	for d.off < len(d.buf) && d.err == nil {
+		name := d.str()
+		k := d.count(2)
+		ids = ids[:0]
+		for j := 0; j < k && d.err == nil; j++ {
+			fi, si := d.uv(), d.uv()
+			if fi < uint64(len(moved)) && moved[fi] >= 0 {
+				ids = append(ids, SymID{moved[fi], int32(si)})
+			}
+		}
+		if extra, ok := t.ids[name]; ok {
+			ids = append(ids, extra...)
+			sort.Slice(ids, func(i, j int) bool { return ids[i].F < ids[j].F || ids[i].F == ids[j].F && ids[i].S < ids[j].S })
+			delete(t.ids, name)
+		}
+		if len(ids) == 0 || d.err != nil {
+			continue
+		}
+		list = append(list, entry{uint32(len(e.buf) + 1), name})
+		e.entry(name, ids)
+	}
+	if d.err != nil {
+		return nil, false
+	}
+	for _, name := range t.order {
+		if ids, ok := t.ids[name]; ok {
+			list = append(list, entry{uint32(len(e.buf) + 1), name})
+			e.entry(name, ids)
+		}
+	}
+	nb := 1
+	for nb < 2*len(list) {
+		nb <<= 1
+	}
+	slots := make([]uint32, nb)
+	for _, en := range list {
+		h := nameHash(en.name) & uint64(nb-1)
+		for slots[h] != 0 {
+			h = (h + 1) & uint64(nb-1)
+		}
+		slots[h] = en.off
+	}
+	return frameIndex(slots, e.buf), true
+}
+
+func (e *encoder) entry(name string, ids []SymID) {
+	e.str(name)
+	e.uv(uint64(len(ids)))
+	for _, id := range ids {
+		e.uv(uint64(id.F))
+		e.uv(uint64(id.S))
+	}
+}
+
+func frameIndex(slots []uint32, entries []byte) []byte {
+	out := make([]byte, 0, 4+4*len(slots)+len(entries))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(slots)))
+	for _, s := range slots {
+		out = binary.LittleEndian.AppendUint32(out, s)
+	}
+	return append(out, entries...)
+}
+
+// nameIndex reads the stored name index of a graph.
+type nameIndex struct {
+	slots   []byte // nb little-endian uint32 offsets
+	entries []byte
+	nb      int
+}
+
+// parseNameIndex checks the index's frame; entries are checked as they are read.
+func parseNameIndex(b []byte) (nameIndex, bool) {
+	if len(b) < 4 {
+		return nameIndex{}, false
+	}
+	nb := binary.LittleEndian.Uint32(b)
+	if nb == 0 || nb&(nb-1) != 0 || uint64(nb)*4 > uint64(len(b)-4) {
+		return nameIndex{}, false
+	}
+	return nameIndex{slots: b[4 : 4+4*int(nb)], entries: b[4+4*int(nb):], nb: int(nb)}, true
+}
+
+// lookup returns the definitions stored under name; ids outside files are dropped.
+func (x nameIndex) lookup(name string, files []*File) []SymID {
+	if x.nb == 0 {
+		return nil
+	}
+	h := int(nameHash(name) & uint64(x.nb-1))
+	for i := 0; i < x.nb; i++ {
+		slot := (h + i) & (x.nb - 1)
+		off := binary.LittleEndian.Uint32(x.slots[4*slot:])
+		if off == 0 {
+			return nil
+		}
+		d := decoder{buf: x.entries, off: int(off - 1)}
+		if d.off >= len(d.buf) {
+			return nil
+		}
+		if d.str() != name || d.err != nil {
+			continue
+		}
+		k := d.count(2)
+		ids := make([]SymID, 0, k)
+		for j := 0; j < k && d.err == nil; j++ {
+			fi, si := d.uv(), d.uv()
+			if d.err == nil && fi < uint64(len(files)) && si < uint64(files[fi].symCount()) {
+				ids = append(ids, SymID{int32(fi), int32(si)})
+			}
+		}
+		return ids
+	}
+	return nil
+}
+
+// each calls fn with every stored name.
+func (x nameIndex) each(fn func(string)) {
+	for slot := 0; slot < x.nb; slot++ {
+		off := binary.LittleEndian.Uint32(x.slots[4*slot:])
+		if off == 0 || int(off-1) >= len(x.entries) {
+			continue
+		}
+		d := decoder{buf: x.entries, off: int(off - 1)}
+		if n := d.str(); d.err == nil && n != "" {
+			fn(n)
+		}
+	}
+}
+
+// encoder appends to buf; with w set, it hands buf and large blocks to w as it goes.
+type encoder struct {
+	buf []byte
+	w   io.Writer
+	err error
+}
+
+func (e *encoder) flush() error {
+	if e.w != nil && e.err == nil && len(e.buf) > 0 {
+		_, e.err = e.w.Write(e.buf)
+		e.buf = e.buf[:0]
+	}
+	return e.err
+}
 
 func (e *encoder) uv(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
 func (e *encoder) v(x int64)   { e.buf = binary.AppendVarint(e.buf, x) }
+func (e *encoder) blob(b []byte) {
+	e.uv(uint64(len(b)))
+	if e.w != nil && len(b) >= 4096 {
+		// Large blocks (often straight from the old file's mapping) are written without a copy.
+		if e.flush() == nil {
+			_, e.err = e.w.Write(b)
+		}
+		return
+	}
+	e.buf = append(e.buf, b...)
+	if e.w != nil && len(e.buf) >= 1<<16 {
+		e.flush()
+	}
+}
 func (e *encoder) str(s string) {
 	e.uv(uint64(len(s)))
 	e.buf = append(e.buf, s...)
@@ -175,63 +528,69 @@ func (e *encoder) str(s string) {
 // errCorrupt reports a graph file that cannot be read; the caller rebuilds.
 var errCorrupt = errors.New("graph file is corrupt")
 
-// decode reads a graph file and whether its reference counts are current. Strings point into buf,
-// which must stay unchanged while the result lives.
-func decode(buf []byte) ([]*File, bool, error) {
+// decodeTable reads a graph file's table of files and its name index, leaving each file's symbols
+// and call sites in their blocks until a query asks (Syms, LoadRefs). Strings point into buf, which
+// must stay unchanged while the result lives.
+func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
 	if len(buf) < len(magic)+1 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
-		return nil, false, fmt.Errorf("%w: unknown header", errCorrupt)
+		return nil, false, nameIndex{}, fmt.Errorf("%w: unknown header", errCorrupt)
 	}
 	counted := buf[len(magic)] == 1
 	d := decoder{buf: buf, off: len(magic) + 1}
 	n := d.count(8)
 	files := make([]*File, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		f := &File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str()}
-		ns := d.count(8)
-		f.Symbols = make([]Symbol, ns)
-		for j := 0; j < ns && d.err == nil; j++ {
-			s := &f.Symbols[j]
-			s.Name = d.str()
-			s.Kind = Kind(d.byte())
-			s.Container = d.str()
-			s.Start = d.u32()
-			s.End = s.Start + d.u32()
-			s.Sig = d.str()
-			s.Doc = d.str()
-			s.Refs = d.u32()
-			s.Parent = int32(d.v())
-			if s.Parent < -1 || int(s.Parent) >= j || s.Kind >= kindImpl {
-				d.fail("symbol")
-			}
-			if nl := d.count(2); nl > 0 {
-				s.Locals = make([]Local, nl)
-				for k := range s.Locals {
-					s.Locals[k] = Local{Name: d.str(), Type: d.str()}
-				}
-			}
+		f := &File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
+		ns := d.uv()
+		f.symBlob = d.blob()
+		if ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0 {
+			d.fail("symbol count")
 		}
+		f.nsyms = int(ns)
 		for k := range f.bloom {
 			f.bloom[k] = d.u64()
 		}
-		if n := d.count(1); d.err == nil {
-			f.refBlob = d.buf[d.off : d.off+n : d.off+n]
-			d.off += n
-		}
+		f.refBlob = d.blob()
 		ni := d.count(3)
 		f.Imports = make([]Import, ni)
 		for j := 0; j < ni && d.err == nil; j++ {
 			f.Imports[j] = Import{Alias: d.str(), Path: d.str(), Name: d.str()}
 		}
-		if LangNamed(f.Lang) == nil {
+		if d.err == nil && LangNamed(f.Lang) == nil {
 			d.fail("language")
 		}
 		files = append(files, f)
+	}
+	ix, ok := parseNameIndex(d.blob())
+	if d.err == nil && !ok {
+		d.fail("name index")
 	}
 	if d.err == nil && d.off != len(buf) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, false, d.err
+		return nil, false, nameIndex{}, d.err
+	}
+	return files, counted, ix, nil
+}
+
+// decode reads a whole graph file, every block included, and whether its reference counts are current.
+func decode(buf []byte) ([]*File, bool, error) {
+	files, counted, _, err := decodeTable(buf)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, f := range files {
+		if f.nsyms > 0 {
+			syms, err := decodeSyms(f.symBlob, f.nsyms)
+			if err != nil {
+				return nil, false, err
+			}
+			f.Symbols = syms
+		}
+		if f.LoadRefs(); len(f.Refs) == 0 && len(f.refBlob) > 1 {
+			return nil, false, fmt.Errorf("%w: bad call sites of %s", errCorrupt, f.Path)
+		}
 	}
 	return files, counted, nil
 }
@@ -312,6 +671,24 @@ func (d *decoder) u64() uint64 {
 	d.off += 8
 	return x
 }
+
+// blob reads a length-prefixed block without copying it.
+func (d *decoder) blob() []byte {
+	n := d.uv()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.buf)-d.off) {
+		d.fail("block")
+		return nil
+	}
+	b := d.buf[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return b
+}
+
+// skip passes over a string.
+func (d *decoder) skip() { d.blob() }
 
 func (d *decoder) str() string {
 	n := d.uv()

@@ -30,9 +30,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 func normalize(files []*File) []File {
 	out := make([]File, len(files))
 	for i, f := range files {
+		f.Syms()
 		f.LoadRefs()
 		c := *f
-		c.refBlob = nil
+		c.refBlob, c.symBlob, c.nsyms = nil, nil, 0
 		if len(c.Symbols) == 0 {
 			c.Symbols = nil
 		}
@@ -161,6 +162,20 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(magic))
 	f.Add([]byte("junk"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The lazy path a query takes: the table, then the name index and whichever blocks it touches.
+		if files, _, names, err := decodeTable(b); err == nil {
+			g := &Graph{Files: files, names: names}
+			names.each(func(n string) {
+				for _, id := range g.named(n) {
+					_ = g.Sym(id).Sig
+				}
+			})
+			for fi, f := range files {
+				for ri := range f.LoadRefs() {
+					g.resolve(int32(fi), &f.Refs[ri])
+				}
+			}
+		}
 		files, counted, err := decode(b)
 		if err != nil {
 			return
@@ -174,4 +189,59 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode/encode is not stable")
 		}
 	})
+}
+
+// TestIncrementalNameIndex edits, adds and deletes files between two opens: the name index carried
+// over and merged answers every name exactly as one built from nothing does.
+func TestIncrementalNameIndex(t *testing.T) {
+	home := newHome(t, "graph-go", "graph-poly")
+	for _, repo := range []string{"graph-go", "graph-poly"} {
+		root, cache := filepath.Join(home, "repos", repo), filepath.Join(home, "cache-"+repo)
+		if _, err := Open(context.Background(), root, cache); err != nil {
+			t.Fatal(err)
+		}
+		var files []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && LangFor(p) != nil {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if len(files) < 2 {
+			t.Fatalf("%s: want at least two source files", repo)
+		}
+		later := time.Now().Add(time.Second)
+		edited, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(files[0], append(edited, "\nfunc addedByEdit() {}\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chtimes(files[0], later, later)
+		if err := os.Remove(files[len(files)-1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "aaa_new.go"), []byte("package main\n\nfunc helper() {}\nfunc brandNew() { helper() }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Open(context.Background(), root, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _, fullNames, err := decodeTable(encode(g.Files, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]SymID{}
+		fullNames.each(func(n string) { want[n] = fullNames.lookup(n, full) })
+		got := map[string][]SymID{}
+		g.names.each(func(n string) { got[n] = g.names.lookup(n, g.Files) })
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: merged name index differs from a full one:\n got %v\nwant %v", repo, got, want)
+		}
+		if len(want["brandNew"]) != 1 || len(want["addedByEdit"]) != 1 {
+			t.Fatalf("%s: new names missing from the index: %v", repo, want)
+		}
+	}
 }

@@ -63,7 +63,7 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 		key, head := rel+"#", fmt.Sprintf("%s (top level)", shown)
 		if f := r.g.File(rel); f != nil {
 			if s := innermost(f, uint32(h.Line)); s >= 0 {
-				sym := &f.Symbols[s]
+				sym := &f.Syms()[s]
 				key = fmt.Sprintf("%s#%d", rel, s)
 				head = fmt.Sprintf("%s:%d-%d  %s  (%d refs)", shown, sym.Start, sym.End, sym.Sig, sym.Refs)
 			}
@@ -107,8 +107,8 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 // innermost is the deepest function, method or type whose span holds line, or -1.
 func innermost(f *File, line uint32) int32 {
 	best := int32(-1)
-	for i := range f.Symbols {
-		s := &f.Symbols[i]
+	for i := range f.Syms() {
+		s := &f.Syms()[i]
 		if s.Start <= line && line <= s.End && (s.Kind.callable() || s.Kind.typeLike()) {
 			best = int32(i) // later symbols start later, so the last holder is the innermost
 		}

@@ -73,9 +73,9 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 			clusters[key] = cl
 		}
 		cl.files++
-		cl.syms += len(f.Symbols)
-		for si := range f.Symbols {
-			if f.Symbols[si].Refs > 0 {
+		cl.syms += len(f.Syms())
+		for si := range f.Syms() {
+			if f.Syms()[si].Refs > 0 {
 				id := SymID{int32(fi), int32(si)}
 				cl.top = append(cl.top, id)
 				all = append(all, id)
@@ -199,12 +199,12 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	if f == nil {
 		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, MaxFileBytes)
 	}
-	header := fmt.Sprintf("%s%s (%s, %d lines, %d symbols)\n", r.missingNote(), r.rel(c, f.Path), f.Lang, lineCount(f), len(f.Symbols))
+	header := fmt.Sprintf("%s%s (%s, %d lines, %d symbols)\n", r.missingNote(), r.rel(c, f.Path), f.Lang, lineCount(f), len(f.Syms()))
 	var lines []string
-	for i := range f.Symbols {
-		s := &f.Symbols[i]
+	for i := range f.Syms() {
+		s := &f.Syms()[i]
 		depth := 0
-		for p := s.Parent; p >= 0; p = f.Symbols[p].Parent {
+		for p := s.Parent; p >= 0; p = f.Syms()[p].Parent {
 			depth++
 		}
 		span := fmt.Sprintf("%d-%d", s.Start, s.End)
@@ -216,12 +216,12 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	if len(lines) == 0 {
 		lines = append(lines, "(no symbols)")
 	}
-	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(f.Symbols))}
+	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(f.Syms()))}
 }
 
 func lineCount(f *File) uint32 {
 	var n uint32
-	for _, s := range f.Symbols {
+	for _, s := range f.Syms() {
 		n = max(n, s.End)
 	}
 	for _, r := range f.LoadRefs() {
@@ -317,8 +317,8 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 				pathHits++
 			}
 		}
-		for si := range f.Symbols {
-			s := &f.Symbols[si]
+		for si := range f.Syms() {
+			s := &f.Syms()[si]
 			nw := words(s.Name)
 			cw := words(s.Container)
 			dw := strings.ToLower(s.Doc)
@@ -401,7 +401,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	}
 	for _, fi := range files[:fileLimit] {
 		f := g.Files[fi]
-		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, len(f.Symbols)))
+		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, len(f.Syms())))
 	}
 	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(shown)+fileLimit)}
 }
