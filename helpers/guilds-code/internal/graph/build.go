@@ -2,7 +2,9 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +72,50 @@ type seen struct {
 	lang  *Lang
 }
 
+// dirent is one name a folder listing gave, with its type (unix.DT_*, DT_UNKNOWN when not given).
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDir lists an open folder with getdents64 directly: no per-entry allocation beyond the name,
+// and none of the descriptor bookkeeping (poller registration, blocking mode) os.File does.
+func readDir(fd int) ([]dirent, error) {
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.LittleEndian.Uint16(buf[off+16:]))
+			if reclen < 20 || off+reclen > n {
+				break
+			}
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if len(name) > 0 && string(name) != "." && string(name) != ".." {
+				out = append(out, dirent{name: string(name), typ: buf[off+18]})
+			}
+			off += reclen
+		}
+	}
+}
+
 // walk lists the repository's source files in languages the graph parses, honouring .gitignore.
 // Folders are listed concurrently: the stat walk is the whole cost of a query when nothing changed.
 func walk(ctx context.Context, root string) ([]seen, error) {
@@ -91,18 +137,17 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 		if ctx.Err() != nil {
 			return
 		}
-		dh, err := os.Open(dir)
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return
 		}
-		defer dh.Close()
-		entries, err := dh.ReadDir(-1)
+		defer unix.Close(fd)
+		entries, err := readDir(fd)
 		if err != nil {
 			return
 		}
-		dfd := int(dh.Fd())
 		for _, e := range entries {
-			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+			if e.name == ".gitignore" && e.typ == unix.DT_REG {
 				if b, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err == nil {
 					rules = append(rules[:len(rules):len(rules)], parseGitignore(rel, string(b))...)
 				}
@@ -117,9 +162,23 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 			return rel + "/" + name
 		}
 		for _, e := range entries {
-			name := e.Name()
-			switch {
-			case e.IsDir():
+			name := e.name
+			var st unix.Stat_t
+			typ := e.typ
+			if typ == unix.DT_UNKNOWN {
+				// Some filesystems leave the type out of the listing: ask for it.
+				if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					continue
+				}
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFDIR:
+					typ = unix.DT_DIR
+				case unix.S_IFREG:
+					typ = unix.DT_REG
+				}
+			}
+			switch typ {
+			case unix.DT_DIR:
 				r := join(name)
 				if skipDirs[name] || ignored(rules, r, true) {
 					continue
@@ -136,7 +195,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				default:
 					visit(sub, r, rules)
 				}
-			case e.Type().IsRegular():
+			case unix.DT_REG:
 				l := LangFor(name)
 				if l == nil {
 					continue
@@ -146,8 +205,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 					continue
 				}
 				// One fstatat relative to the open folder: no path walk in the kernel, no allocation.
-				var st unix.Stat_t
-				if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Size > MaxFileBytes {
+				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxFileBytes {
 					continue
 				}
 				local = append(local, seen{rel: r, size: st.Size, mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, lang: l})

@@ -7,6 +7,9 @@
 //
 // The graph of repos/<name> lives in .cache/graft/<name>/graph.bin, replaced atomically under a
 // lock. Before every query a stat walk re-parses only files whose size or mtime moved and whose
-// content hash changed. The file is memory-mapped; each file's call sites sit in their own block
-// behind a 512-bit filter of their names, so a query decodes only the blocks it may need.
+// content hash changed (one getdents and one fstatat per file, nothing written when nothing
+// changed). The file is memory-mapped: a contiguous file table, a stored hash index from symbol
+// name to definitions, and per-file blocks of symbols and of call sites (the latter behind a
+// 512-bit filter of their names), so a query decodes only the files it touches. After a change the
+// untouched blocks are copied from the old mapping and the name index is carried over, not rebuilt.
 package graph

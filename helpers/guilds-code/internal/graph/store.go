@@ -35,7 +35,7 @@ func readGraph(path string) ([]byte, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x05"
+const magic = "GRAFT\x00\x06"
 
 // encode returns the graph's files in the compact on-disk form (see encodeTo).
 func encode(files []*File, counted bool) []byte {
@@ -49,10 +49,11 @@ func encode(files []*File, counted bool) []byte {
 // read from: files carried over from it unchanged keep their entries, so only changed files' names
 // are read again.
 //
-// Layout: the file table (path, language, size, mtime, hash, package, imports) with each file's
-// symbols and call sites in length-prefixed blocks that are decoded only when a query touches them,
-// then a hash table from symbol name to its definitions, so a query finds a name without reading
-// every symbol. Blocks of files that were not decoded are copied as they are.
+// Layout: header; every file's symbol and call site blocks, decoded only when a query touches them
+// (blocks of files not decoded are copied as they are); the file table (path, language, size,
+// mtime, hash, package, imports, block places and a filter of call site names) in one contiguous
+// stretch, so reading it touches few pages; a hash table from symbol name to its definitions, so a
+// query finds a name without reading every symbol; a footer with the table's and the index's offsets.
 func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFiles int) error {
 	e := encoder{w: w, buf: make([]byte, 0, 1<<16)}
 	e.buf = append(e.buf, magic...)
@@ -73,51 +74,77 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 		}
 	}
 	names := nameTable{ids: make(map[string][]SymID, 1<<8)}
-	e.uv(uint64(len(files)))
+	// The blocks first, so that the table read on every call sits in one contiguous stretch.
+	type place struct{ symOff, symLen, refOff, refLen, nsyms int }
+	places := make([]place, len(files))
 	for fi, f := range files {
-		e.str(f.Path)
-		e.str(f.Lang)
-		e.v(f.Size)
-		e.v(f.Mtime)
-		e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
-		e.str(f.Pkg)
 		carried := incremental && f.at > 0 && int(f.at) <= prevFiles && moved[f.at-1] == int32(fi)
+		pl := &places[fi]
+		pl.symOff = e.pos()
 		if f.Symbols != nil || f.symBlob == nil {
 			if !carried {
 				for si := range f.Symbols {
 					names.add(f.Symbols[si].Name, SymID{int32(fi), int32(si)})
 				}
 			}
-			e.uv(uint64(len(f.Symbols)))
-			e.blob(encodeSyms(f.Symbols))
+			pl.nsyms = len(f.Symbols)
+			e.raw(encodeSyms(f.Symbols))
 		} else {
 			if !carried {
 				symNames(f.symBlob, f.nsyms, func(si int, name string) { names.add(name, SymID{int32(fi), int32(si)}) })
 			}
-			e.uv(uint64(f.nsyms))
-			e.blob(f.symBlob)
+			pl.nsyms = f.nsyms
+			e.raw(f.symBlob)
 		}
+		pl.symLen = e.pos() - pl.symOff
 		// Call sites go in a block of their own, behind a filter of their names, so a query reads
 		// only the blocks of files that may hold the name it looks for.
 		if f.Refs != nil || f.refBlob == nil {
 			f.bloom = bloomOf(f.Refs)
 			f.refBlob = encodeRefs(f.Refs)
 		}
+		pl.refOff = e.pos()
+		e.raw(f.refBlob)
+		pl.refLen = e.pos() - pl.refOff
+	}
+	tableAt := e.pos()
+	e.uv(uint64(len(files)))
+	for fi, f := range files {
+		pl := &places[fi]
+		e.str(f.Path)
+		e.str(f.Lang)
+		e.v(f.Size)
+		e.v(f.Mtime)
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
+		e.str(f.Pkg)
+		e.uv(uint64(pl.nsyms))
+		e.uv(uint64(pl.symOff))
+		e.uv(uint64(pl.symLen))
 		for _, w := range f.bloom {
 			e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
 		}
-		e.blob(f.refBlob)
+		e.uv(uint64(pl.refOff))
+		e.uv(uint64(pl.refLen))
 		e.uv(uint64(len(f.Imports)))
 		for _, im := range f.Imports {
 			e.str(im.Alias)
 			e.str(im.Path)
 			e.str(im.Name)
 		}
+		if len(e.buf) >= 1<<16 {
+			e.flush()
+		}
+	}
+	indexAt := e.pos()
+	footer := func() error {
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(tableAt))
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(indexAt))
+		return e.flush()
 	}
 	if incremental {
 		if idx, ok := names.merge(prev, moved); ok {
-			e.blob(idx)
-			return e.flush()
+			e.raw(idx)
+			return footer()
 		}
 		// The old index is damaged: read every file's names instead.
 		names = nameTable{ids: make(map[string][]SymID, 1<<12)}
@@ -131,8 +158,8 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 			}
 		}
 	}
-	e.blob(names.encode())
-	return e.flush()
+	e.raw(names.encode())
+	return footer()
 }
 
 // minSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
@@ -491,27 +518,30 @@ func (x nameIndex) each(fn func(string)) {
 
 // encoder appends to buf; with w set, it hands buf and large blocks to w as it goes.
 type encoder struct {
-	buf []byte
-	w   io.Writer
-	err error
+	buf     []byte
+	w       io.Writer
+	err     error
+	flushed int // bytes handed to w so far
 }
 
 func (e *encoder) flush() error {
 	if e.w != nil && e.err == nil && len(e.buf) > 0 {
 		_, e.err = e.w.Write(e.buf)
+		e.flushed += len(e.buf)
 		e.buf = e.buf[:0]
 	}
 	return e.err
 }
 
-func (e *encoder) uv(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
-func (e *encoder) v(x int64)   { e.buf = binary.AppendVarint(e.buf, x) }
-func (e *encoder) blob(b []byte) {
-	e.uv(uint64(len(b)))
+// pos is the offset in the output of the next byte.
+func (e *encoder) pos() int { return e.flushed + len(e.buf) }
+
+// raw appends b as it is; large blocks (often straight from the old file's mapping) go to w without a copy.
+func (e *encoder) raw(b []byte) {
 	if e.w != nil && len(b) >= 4096 {
-		// Large blocks (often straight from the old file's mapping) are written without a copy.
 		if e.flush() == nil {
 			_, e.err = e.w.Write(b)
+			e.flushed += len(b)
 		}
 		return
 	}
@@ -520,6 +550,9 @@ func (e *encoder) blob(b []byte) {
 		e.flush()
 	}
 }
+
+func (e *encoder) uv(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
+func (e *encoder) v(x int64)   { e.buf = binary.AppendVarint(e.buf, x) }
 func (e *encoder) str(s string) {
 	e.uv(uint64(len(s)))
 	e.buf = append(e.buf, s...)
@@ -532,17 +565,35 @@ var errCorrupt = errors.New("graph file is corrupt")
 // and call sites in their blocks until a query asks (Syms, LoadRefs). Strings point into buf, which
 // must stay unchanged while the result lives.
 func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
-	if len(buf) < len(magic)+1 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
+	hdr := len(magic) + 1
+	if len(buf) < hdr+16 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
 		return nil, false, nameIndex{}, fmt.Errorf("%w: unknown header", errCorrupt)
 	}
 	counted := buf[len(magic)] == 1
-	d := decoder{buf: buf, off: len(magic) + 1}
+	end := len(buf) - 16
+	tableAt, indexAt := binary.LittleEndian.Uint64(buf[end:]), binary.LittleEndian.Uint64(buf[end+8:])
+	if tableAt < uint64(hdr) || tableAt > indexAt || indexAt > uint64(end) {
+		return nil, false, nameIndex{}, fmt.Errorf("%w: bad footer", errCorrupt)
+	}
+	d := decoder{buf: buf[:indexAt], off: int(tableAt)}
+	// block returns buf[off:off+n] when it lies in the block area before the table.
+	block := func() []byte {
+		off, n := d.uv(), d.uv()
+		if d.err != nil {
+			return nil
+		}
+		if off < uint64(hdr) || off > tableAt || n > tableAt-off {
+			d.fail("block")
+			return nil
+		}
+		return buf[off : off+n : off+n]
+	}
 	n := d.count(8)
 	files := make([]*File, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
 		f := &File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
 		ns := d.uv()
-		f.symBlob = d.blob()
+		f.symBlob = block()
 		if ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0 {
 			d.fail("symbol count")
 		}
@@ -550,7 +601,7 @@ func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
 		for k := range f.bloom {
 			f.bloom[k] = d.u64()
 		}
-		f.refBlob = d.blob()
+		f.refBlob = block()
 		ni := d.count(3)
 		f.Imports = make([]Import, ni)
 		for j := 0; j < ni && d.err == nil; j++ {
@@ -561,12 +612,12 @@ func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
 		}
 		files = append(files, f)
 	}
-	ix, ok := parseNameIndex(d.blob())
+	if d.err == nil && d.off != len(d.buf) {
+		d.fail("table length")
+	}
+	ix, ok := parseNameIndex(buf[indexAt:end])
 	if d.err == nil && !ok {
 		d.fail("name index")
-	}
-	if d.err == nil && d.off != len(buf) {
-		d.fail("trailing bytes")
 	}
 	if d.err != nil {
 		return nil, false, nameIndex{}, d.err
