@@ -37,6 +37,10 @@ func Stamp(raw string, o Options) string {
 		limit = DefaultCap
 	}
 	body, note := split(s, limit)
+	if note == "" {
+		// The trailer brings its own blank line; trailing newlines of the body would only widen it.
+		body = strings.TrimRight(body, "\n")
+	}
 	trailer := Trailer(o.Remaining, body == "" && note == "")
 	var b strings.Builder
 	b.Grow(len(body) + len(note) + len(trailer))

@@ -40,7 +40,9 @@ func TestStamp(t *testing.T) {
 		want string // body, before the trailer
 	}{
 		{"untouched", "hello", Options{}, "hello"},
-		{"filter runs first", "a line\nnoise\n", Options{Filter: func(s string) string { return strings.ReplaceAll(s, "noise\n", "") }}, "a line\n"},
+		{"filter runs first", "a line\nnoise\n", Options{Filter: func(s string) string { return strings.ReplaceAll(s, "noise\n", "") }}, "a line"},
+		{"trailing newlines fold into the trailer's blank line", "out\n\n\n", Options{}, "out"},
+		{"only newlines is an empty body", "\n\n", Options{}, ""},
 		{"redaction sees the filter's output", "token $TOKEN", Options{Filter: expand, Redactor: red}, "token [REDACTED]"},
 		{"secret in an error message", "ERROR: auth failed for " + sec + ": 401", Options{Redactor: red}, "ERROR: auth failed for [REDACTED]: 401"},
 		{"filter that panics is skipped", "raw " + sec, Options{Filter: func(string) string { panic("boom") }, Redactor: red}, "raw [REDACTED]"},
