@@ -2,11 +2,15 @@ module github.com/guildsai/guilds/helpers/guilds-script-run
 
 go 1.26.8
 
-require github.com/guildsai/guilds/shared v0.0.0
+require (
+	github.com/guildsai/guilds/shared v0.0.0
+	github.com/rogpeppe/go-internal v1.16.0
+)
 
 require (
 	github.com/creack/pty v1.1.24 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 )
 
 replace github.com/guildsai/guilds/shared => ../../shared
