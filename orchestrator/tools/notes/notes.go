@@ -173,26 +173,13 @@ func (t *Tools) find(ctx context.Context, c *registry.Call) (string, error) {
 }
 
 func (t *Tools) get(ctx context.Context, c *registry.Call) (string, error) {
-	var in struct {
-		Path string `json:"path"`
-	}
-	if err := json.Unmarshal(c.Args, &in); err != nil {
-		return "", fmt.Errorf("note_get arguments: %w", err)
-	}
-	level, key, err := ParsePath(in.Path)
+	path, level, key, err := t.addressed(ctx, c, "note_get", false)
 	if err != nil {
-		return "", err
-	}
-	g, err := t.reach(ctx, c)
-	if err != nil {
-		return "", err
-	}
-	if err := g.CanRead(level); err != nil {
 		return "", err
 	}
 	n, err := t.Store.GetNote(ctx, level, owner(c, level), key)
 	if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
-		return "", orchestrator.Errorf(orchestrator.ENOTFOUND, "no note %s; note_find lists the notes you may read", in.Path)
+		return "", orchestrator.Errorf(orchestrator.ENOTFOUND, "no note %s; note_find lists the notes you may read", path)
 	}
 	if err != nil {
 		return "", err
@@ -253,31 +240,44 @@ func (t *Tools) write(ctx context.Context, c *registry.Call) (string, error) {
 }
 
 func (t *Tools) delete(ctx context.Context, c *registry.Call) (string, error) {
-	var in struct {
-		Path string `json:"path"`
-	}
-	if err := json.Unmarshal(c.Args, &in); err != nil {
-		return "", fmt.Errorf("note_delete arguments: %w", err)
-	}
-	level, key, err := ParsePath(in.Path)
+	path, level, key, err := t.addressed(ctx, c, "note_delete", true)
 	if err != nil {
-		return "", err
-	}
-	g, err := t.reach(ctx, c)
-	if err != nil {
-		return "", err
-	}
-	if err := g.CanWrite(level); err != nil {
 		return "", err
 	}
 	if err := t.Store.DeleteNote(ctx, level, owner(c, level), key); err != nil {
 		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
-			return "", orchestrator.Errorf(orchestrator.ENOTFOUND, "no note %s; note_find lists the notes you may read", in.Path)
+			return "", orchestrator.Errorf(orchestrator.ENOTFOUND, "no note %s; note_find lists the notes you may read", path)
 		}
 		return "", err
 	}
-	setMeta(c, "path", in.Path)
-	return "deleted " + in.Path, nil
+	setMeta(c, "path", path)
+	return "deleted " + path, nil
+}
+
+// addressed decodes the display path argument of note_get or note_delete and checks that the
+// agent may read (or, with write, write) notes at its level.
+func (t *Tools) addressed(ctx context.Context, c *registry.Call, tool string, write bool) (path, level, key string, err error) {
+	var in struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(c.Args, &in); err != nil {
+		return "", "", "", fmt.Errorf("%s arguments: %w", tool, err)
+	}
+	if level, key, err = ParsePath(in.Path); err != nil {
+		return "", "", "", err
+	}
+	g, err := t.reach(ctx, c)
+	if err != nil {
+		return "", "", "", err
+	}
+	check := g.CanRead
+	if write {
+		check = g.CanWrite
+	}
+	if err := check(level); err != nil {
+		return "", "", "", err
+	}
+	return in.Path, level, key, nil
 }
 
 func validLevel(l string) bool {
