@@ -9,8 +9,8 @@ import (
 // catalogRoutes registers the catalog, connection, binding and access routes, and the run
 // generation route whose offer refresh they drive.
 func (s *Server) catalogRoutes(api fiber.Router) {
-	api.Get("/mcp/servers", s.listServers)
-	api.Get("/admin/mcp/servers", s.adminListServers)
+	api.Get("/mcp/servers", s.listServers(false))
+	api.Get("/admin/mcp/servers", s.listServers(true))
 	api.Patch("/admin/mcp/servers/:slug", s.patchServer)
 	api.Patch("/admin/mcp/servers/:slug/tools/:name", s.patchTool)
 	api.Post("/mcp/connections", s.connect)
@@ -35,28 +35,19 @@ func (s *Server) catalog() (*bindings.Service, error) {
 	return s.Bindings, nil
 }
 
-func (s *Server) listServers(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
+// listServers lists the catalog's servers: the published ones, or every one for the admin view.
+func (s *Server) listServers(all bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		b, err := s.catalog()
+		if err != nil {
+			return err
+		}
+		servers, err := b.ListServers(c.UserContext(), all)
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"servers": servers})
 	}
-	servers, err := b.ListServers(c.UserContext(), false)
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"servers": servers})
-}
-
-func (s *Server) adminListServers(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
-	servers, err := b.ListServers(c.UserContext(), true)
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"servers": servers})
 }
 
 func (s *Server) patchServer(c *fiber.Ctx) error {
