@@ -1,62 +1,40 @@
 package graph
 
 import (
-	"embed"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
-
-	sitter "github.com/smacker/go-tree-sitter"
-	"github.com/smacker/go-tree-sitter/bash"
-	"github.com/smacker/go-tree-sitter/c"
-	"github.com/smacker/go-tree-sitter/cpp"
-	"github.com/smacker/go-tree-sitter/csharp"
-	"github.com/smacker/go-tree-sitter/golang"
-	"github.com/smacker/go-tree-sitter/java"
-	"github.com/smacker/go-tree-sitter/javascript"
-	"github.com/smacker/go-tree-sitter/kotlin"
-	"github.com/smacker/go-tree-sitter/php"
-	"github.com/smacker/go-tree-sitter/python"
-	"github.com/smacker/go-tree-sitter/ruby"
-	"github.com/smacker/go-tree-sitter/rust"
-	"github.com/smacker/go-tree-sitter/typescript/tsx"
-	"github.com/smacker/go-tree-sitter/typescript/typescript"
 )
 
-//go:embed queries/*.scm
-var queryFS embed.FS
-
-// Lang is one language the graph parses: its grammar, its query and whether it yields call edges.
+// Lang is one language the graph parses: its name, extensions and whether its query yields call edges.
+// Its grammar and compiled query live in langs_cgo.go, present only in builds with cgo.
 type Lang struct {
 	Name  string
 	Exts  []string
-	get   func() *sitter.Language
 	Calls bool // the query captures call sites
 
 	once  sync.Once
-	lang  *sitter.Language
-	query *sitter.Query
+	gram  grammar  // grammar handle and compiled query (cgo builds only)
 	names []string // capture names by capture id
 	err   error
 }
 
 // langs lists every language in the graph; the order is the one answers use.
 var langs = []*Lang{
-	{Name: "go", Exts: []string{".go"}, get: golang.GetLanguage, Calls: true},
-	{Name: "python", Exts: []string{".py", ".pyi"}, get: python.GetLanguage, Calls: true},
-	{Name: "javascript", Exts: []string{".js", ".mjs", ".cjs", ".jsx"}, get: javascript.GetLanguage, Calls: true},
-	{Name: "typescript", Exts: []string{".ts", ".mts", ".cts"}, get: typescript.GetLanguage, Calls: true},
-	{Name: "tsx", Exts: []string{".tsx"}, get: tsx.GetLanguage, Calls: true},
-	{Name: "rust", Exts: []string{".rs"}, get: rust.GetLanguage, Calls: true},
-	{Name: "java", Exts: []string{".java"}, get: java.GetLanguage, Calls: true},
-	{Name: "c", Exts: []string{".c", ".h"}, get: c.GetLanguage, Calls: true},
-	{Name: "cpp", Exts: []string{".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}, get: cpp.GetLanguage, Calls: true},
-	{Name: "ruby", Exts: []string{".rb"}, get: ruby.GetLanguage, Calls: true},
-	{Name: "csharp", Exts: []string{".cs"}, get: csharp.GetLanguage, Calls: true},
-	{Name: "php", Exts: []string{".php"}, get: php.GetLanguage, Calls: true},
-	{Name: "kotlin", Exts: []string{".kt", ".kts"}, get: kotlin.GetLanguage, Calls: true},
-	{Name: "bash", Exts: []string{".sh", ".bash"}, get: bash.GetLanguage, Calls: true},
+	{Name: "go", Exts: []string{".go"}, Calls: true},
+	{Name: "python", Exts: []string{".py", ".pyi"}, Calls: true},
+	{Name: "javascript", Exts: []string{".js", ".mjs", ".cjs", ".jsx"}, Calls: true},
+	{Name: "typescript", Exts: []string{".ts", ".mts", ".cts"}, Calls: true},
+	{Name: "tsx", Exts: []string{".tsx"}, Calls: true},
+	{Name: "rust", Exts: []string{".rs"}, Calls: true},
+	{Name: "java", Exts: []string{".java"}, Calls: true},
+	{Name: "c", Exts: []string{".c", ".h"}, Calls: true},
+	{Name: "cpp", Exts: []string{".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}, Calls: true},
+	{Name: "ruby", Exts: []string{".rb"}, Calls: true},
+	{Name: "csharp", Exts: []string{".cs"}, Calls: true},
+	{Name: "php", Exts: []string{".php"}, Calls: true},
+	{Name: "kotlin", Exts: []string{".kt", ".kts"}, Calls: true},
+	{Name: "bash", Exts: []string{".sh", ".bash"}, Calls: true},
 }
 
 var byExt = func() map[string]*Lang {
@@ -89,27 +67,4 @@ func LangNames() []string {
 		out[i] = l.Name
 	}
 	return out
-}
-
-// load compiles the language's grammar handle and query once per process.
-func (l *Lang) load() (*sitter.Language, *sitter.Query, error) {
-	l.once.Do(func() {
-		l.lang = l.get()
-		src, err := queryFS.ReadFile("queries/" + l.Name + ".scm")
-		if err != nil {
-			l.err = fmt.Errorf("query for %s: %w", l.Name, err)
-			return
-		}
-		q, err := sitter.NewQuery(src, l.lang)
-		if err != nil {
-			l.err = fmt.Errorf("compile query for %s: %w", l.Name, err)
-			return
-		}
-		l.query = q
-		l.names = make([]string, q.CaptureCount())
-		for i := range l.names {
-			l.names[i] = q.CaptureNameForId(uint32(i))
-		}
-	})
-	return l.lang, l.query, l.err
 }
