@@ -23,6 +23,17 @@ type Handler func(ctx context.Context, c *runs.Call) envelope.Reply
 // tools maps each tool name the model sees to its handler.
 var tools = map[string]Handler{}
 
+// quiet names the tools that start no child process. They run without signal handling: it costs
+// a thread on the hot path, and SIGTERM may end them at once, since their writes are atomic.
+var quiet = map[string]bool{}
+
+// registerQuiet marks tools as quiet.
+func registerQuiet(names ...string) {
+	for _, n := range names {
+		quiet[n] = true
+	}
+}
+
 // register adds a package's tools; each internal/app/tools_<pkg>.go calls it from init.
 func register(m map[string]Handler) {
 	for name, h := range m {
@@ -35,8 +46,6 @@ func register(m map[string]Handler) {
 
 // Main runs one invocation and returns the exit status: 0 whenever an envelope was written.
 func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 		fmt.Fprintln(stdout, "usage: guilds-code <base64 request JSON> | --request-file <path>")
 		return 0
@@ -44,6 +53,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	req, err := envelope.ParseInvocation(args, places.RunDir())
 	if err != nil {
 		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
+	}
+	ctx := context.Background()
+	if !quiet[req.Tool] {
+		// SIGTERM or SIGINT ends the call's context, so a tool stops its children and still answers.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
 	}
 	return write(stdout, stderr, Dispatch(ctx, runs.New(req)))
 }

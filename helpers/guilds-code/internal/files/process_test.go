@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/procfloor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,7 +222,8 @@ func BenchmarkFileReadProcess(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var helperTimes, catTimes, helperCPU, catCPU, startTimes []time.Duration
+	empty := procfloor.EmptyGo(b)
+	var helperTimes, catTimes, helperCPU, catCPU, startTimes, floorTimes []time.Duration
 	seq := int64(0)
 	for i := 0; i < b.N; i++ {
 		// Each round is a run whose folder already exists, as after its first call.
@@ -262,6 +264,13 @@ func BenchmarkFileReadProcess(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// The floor: a Go program that does nothing at all.
+			start = time.Now()
+			err = exec.Command(empty).Run()
+			floorTimes = append(floorTimes, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	h, c := median(helperTimes), median(catTimes)
@@ -275,9 +284,13 @@ func BenchmarkFileReadProcess(b *testing.B) {
 	b.ReportMetric(float64(hc)/float64(max(cc, time.Microsecond)), "cpu_x_vs_cat")
 	st := median(startTimes)
 	b.ReportMetric(float64(st.Microseconds())/1000, "startup_median_ms")
-	b.Logf("file_read of a 200-line file: guilds-code median %.2f ms, cat median %.2f ms, %.2fx cat; CPU %.2f ms vs %.2f ms; guilds-code --help (start-up alone) median %.2f ms (%d runs each)",
+	fl := median(floorTimes)
+	b.ReportMetric(float64(fl.Microseconds())/1000, "empty_go_median_ms")
+	b.ReportMetric(float64(h)/float64(fl), "x_vs_empty_go")
+	b.Logf("file_read of a 200-line file: guilds-code median %.2f ms, cat median %.2f ms, %.2fx cat; CPU %.2f ms vs %.2f ms; guilds-code --help (start-up alone) median %.2f ms; an empty Go program (the floor) median %.2f ms, %.2fx cat (%d runs each)",
 		float64(h.Microseconds())/1000, float64(c.Microseconds())/1000, ratio,
-		float64(hc.Microseconds())/1000, float64(cc.Microseconds())/1000, float64(st.Microseconds())/1000, len(helperTimes))
+		float64(hc.Microseconds())/1000, float64(cc.Microseconds())/1000, float64(st.Microseconds())/1000,
+		float64(fl.Microseconds())/1000, float64(fl)/float64(c), len(helperTimes))
 }
 
 func median(d []time.Duration) time.Duration {

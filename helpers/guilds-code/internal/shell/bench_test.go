@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/procfloor"
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
@@ -27,8 +28,9 @@ func BenchmarkShellTrue(b *testing.B) {
 	}
 	home, runDir := b.TempDir(), b.TempDir()
 	env := append(os.Environ(), "GUILDS_HOME="+home, "GUILDS_RUN_DIR="+runDir)
+	empty := procfloor.EmptyGo(b)
 	const runs = 50
-	var tool, raw, toolCPU, rawCPU []time.Duration
+	var tool, raw, toolCPU, rawCPU, floor []time.Duration
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < runs+2; j++ {
 			req, err := envelope.EncodeRequest(envelope.Request{Tool: "shell", Args: json.RawMessage(`{"command":"true"}`),
@@ -55,8 +57,13 @@ func BenchmarkShellTrue(b *testing.B) {
 			}
 			d2 := time.Since(t0)
 			c2 := bash.ProcessState.UserTime() + bash.ProcessState.SystemTime()
+			t0 = time.Now()
+			if err := exec.Command(empty).Run(); err != nil {
+				b.Fatal(err)
+			}
+			d3 := time.Since(t0)
 			if j >= 2 { // the first two warm the page cache
-				tool, raw = append(tool, d1), append(raw, d2)
+				tool, raw, floor = append(tool, d1), append(raw, d2), append(floor, d3)
 				toolCPU, rawCPU = append(toolCPU, c1), append(rawCPU, c2)
 			}
 		}
@@ -72,8 +79,11 @@ func BenchmarkShellTrue(b *testing.B) {
 	ct, cr := median(toolCPU), median(rawCPU)
 	b.ReportMetric(float64(ct)/float64(time.Millisecond), "helper_cpu_ms")
 	b.ReportMetric(float64(cr)/float64(time.Millisecond), "bash_cpu_ms")
-	b.Logf("shell true through guilds-code: median %.2f ms; bash -c true: median %.2f ms; overhead %.2f ms (%.2fx), %d runs each; CPU %.2f ms vs %.2f ms",
-		float64(mt)/1e6, float64(mr)/1e6, overhead, ratio, len(tool), float64(ct)/1e6, float64(cr)/1e6)
+	mf := median(floor)
+	b.ReportMetric(float64(mf)/float64(time.Millisecond), "empty_go_median_ms")
+	b.ReportMetric(float64(mt-mr-mf)/float64(time.Millisecond), "overhead_over_floor_ms")
+	b.Logf("shell true through guilds-code: median %.2f ms; bash -c true: median %.2f ms; overhead %.2f ms (%.2fx), %d runs each; CPU %.2f ms vs %.2f ms; an empty Go program (the floor of any Go helper) median %.2f ms, so the overhead beyond that floor is %.2f ms",
+		float64(mt)/1e6, float64(mr)/1e6, overhead, ratio, len(tool), float64(ct)/1e6, float64(cr)/1e6, float64(mf)/1e6, float64(mt-mr-mf)/1e6)
 }
 
 func median(d []time.Duration) time.Duration {
