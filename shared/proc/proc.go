@@ -238,7 +238,7 @@ func hasControllingTerminal() bool {
 }
 
 func copyOutput(w io.Writer, r io.Reader) {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 8<<10) // a terminal hands over at most 4 KiB per read
 	for {
 		n, err := r.Read(buf)
 		if n > 0 && w != nil {

@@ -80,7 +80,7 @@ func TestScanRender(t *testing.T) {
 		{"cap", strings.Repeat("0123456789\n", 100), 1, 200, 600, "", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := scan(strings.NewReader(tc.content), tc.offset, tc.offset+tc.limit-1)
+			sc, err := scan(strings.NewReader(tc.content), int64(len(tc.content)), tc.offset, tc.offset+tc.limit-1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func assertNoTemps(t *testing.T, dir string) {
 // marked, and the read still names the next offset.
 func TestRenderHugeFirstLine(t *testing.T) {
 	content := strings.Repeat("😀", 450) + "\nnext\n"
-	sc, err := scan(strings.NewReader(content), 1, 200)
+	sc, err := scan(strings.NewReader(content), 0, 1, 200)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func FuzzScanRender(f *testing.F) {
 		offset = 1 + abs(offset)%1000
 		limit = 1 + abs(limit)%MaxLimit
 		capBytes = 512 + abs(capBytes)%20000
-		sc, err := scan(strings.NewReader(content), offset, offset+limit-1)
+		sc, err := scan(strings.NewReader(content), int64(len(content)), offset, offset+limit-1)
 		if err != nil {
 			t.Fatal(err)
 		}

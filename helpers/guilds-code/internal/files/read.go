@@ -66,7 +66,7 @@ func Read(ctx context.Context, c *runs.Call) envelope.Reply {
 		return argError("file_read", fmt.Errorf("open %s: %w", t.shown, err))
 	}
 	defer f.Close()
-	sc, err := scan(f, offset, offset+limit-1)
+	sc, err := scan(f, fi.Size(), offset, offset+limit-1)
 	if err != nil {
 		return argError("file_read", fmt.Errorf("read %s: %w", t.shown, err))
 	}
@@ -97,6 +97,15 @@ func Read(ctx context.Context, c *runs.Call) envelope.Reply {
 	return envelope.Reply{Text: text, Meta: meta}
 }
 
+// readBuffer sizes scan's buffer: room for the whole file and the binary sniff, at most 64 KiB.
+func readBuffer(size int64) int {
+	const most = 64 << 10
+	if size <= 0 || size >= most {
+		return most
+	}
+	return max(int(size)+1, binarySniff+1)
+}
+
 // scanned is one pass over a file: its hash and line count, and the lines in the asked range.
 type scanned struct {
 	hash   string
@@ -105,10 +114,12 @@ type scanned struct {
 	lines  []string // lines from..to (or fewer at the end), without their line endings
 }
 
-// scan reads r once, hashing all of it and keeping the lines numbered from..to.
-func scan(r io.Reader, from, to int) (scanned, error) {
+// scan reads r once, hashing all of it and keeping the lines numbered from..to. size is r's
+// length when known (else 0): a small file gets a small buffer, since every page a short-lived
+// helper touches costs a page fault.
+func scan(r io.Reader, size int64, from, to int) (scanned, error) {
 	h := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
+	br := bufio.NewReaderSize(io.TeeReader(r, h), readBuffer(size))
 	var sc scanned
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {

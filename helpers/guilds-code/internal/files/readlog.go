@@ -37,7 +37,7 @@ func (l readLog) earlier(path, hash string, from, to int) (int64, bool) {
 	var seq int64
 	found := false
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 8<<10), 1<<20) // records are short; a long one grows it
 	for sc.Scan() {
 		if !bytes.Contains(sc.Bytes(), key) || !bytes.Contains(sc.Bytes(), []byte(hash)) {
 			continue

@@ -119,7 +119,7 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 		return envelope.Errorf(nil, "shell: create log: %v", err)
 	}
 	out := shape.NewOutput(c.Max)
-	logBuf := bufio.NewWriterSize(logFile, 64<<10)
+	logBuf := bufio.NewWriterSize(logFile, 8<<10) // small: each page touched costs a fault
 	render := shape.NewRenderer(io.MultiWriter(logBuf, out))
 	extra := map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile}
 	if tok := repoToken(c.RunDir, dir); tok != "" {
