@@ -27,8 +27,9 @@ setup: ## install what this machine lacks (idempotent, quick when nothing is mis
 build: ## build every binary into ./bin
 	@mkdir -p $(BIN)
 	@set -e; for dir in helpers/*/; do name=$$(basename $$dir); [ -f $$dir/main.go ] || continue; \
-	  if [ "$$name" = guilds-code ]; then flags="$(STATIC)"; cgo=1; else flags="$(PURE)"; cgo=0; fi; \
-	  echo "go build $$name"; CGO_ENABLED=$$cgo eval go build $$flags -o $(BIN)/$$name ./$$dir; done
+	  echo "go build $$name"; CGO_ENABLED=0 go build $(PURE) -o $(BIN)/$$name ./$$dir; done
+	@echo "go build guilds-code-parse (tree-sitter, static cgo)"; \
+	  CGO_ENABLED=1 go build $(STATIC) -o $(BIN)/guilds-code-parse ./helpers/guilds-code/cmd/guilds-code-parse
 	@if [ -d orchestrator/cmd/orchestrator ]; then echo "go build orchestrator"; \
 	  CGO_ENABLED=0 go build -trimpath -o $(BIN)/orchestrator ./orchestrator/cmd/orchestrator; fi
 

@@ -40,6 +40,7 @@ type Graph struct {
 	Files   []*File   // sorted by path
 	Missing int       // files not parsed because the budget ran out
 	Changed int       // files re-parsed by this refresh
+	Failed  []failure // files the parser crashed on, left out of the graph
 	names   nameIndex // the stored name index of Files
 	idx     *index
 	cache   string // the graph folder
@@ -269,13 +270,17 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 		}
 		todo = append(todo, s)
 	}
-	parsed, missing := parseAll(ctx, root, todo, prev)
+	parsed, missing, failed, err := parseAll(ctx, root, todo, prev)
+	if err != nil {
+		return nil, err
+	}
 	if len(parsed) > 0 {
 		changed = true
 	}
 	g.Files = append(g.Files, parsed...)
 	sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Path < g.Files[j].Path })
 	g.Missing = missing
+	g.Failed = failed
 	g.Changed = len(parsed)
 	if changed {
 		// Reference counts are global; they are recomputed when a tool that shows them asks (Counted).
@@ -329,75 +334,6 @@ func (g *Graph) Counted(ctx context.Context) {
 		}
 	}
 	_ = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, g.Files, true, g.names, len(g.Files)) })
-}
-
-// parseAll parses the files in todo on every core, reusing a previous parse when only the mtime moved.
-func parseAll(ctx context.Context, root string, todo []seen, prev map[string]*File) ([]*File, int) {
-	if len(todo) == 0 {
-		return nil, 0
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers > len(todo) {
-		workers = len(todo)
-	}
-	out := make([]*File, len(todo))
-	var next int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := NewExtractor()
-			defer x.Close()
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if int(i) >= len(todo) {
-					return
-				}
-				out[i] = parseOne(ctx, x, root, todo[i], prev[todo[i].rel])
-			}
-		}()
-	}
-	wg.Wait()
-	kept := out[:0]
-	missing := 0
-	for _, f := range out {
-		if f == nil {
-			missing++
-			continue
-		}
-		kept = append(kept, f)
-	}
-	return kept, missing
-}
-
-func parseOne(ctx context.Context, x *Extractor, root string, s seen, old *File) *File {
-	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
-	if err != nil {
-		// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
-		return &File{Path: s.rel, Lang: s.lang.Name, Size: -1}
-	}
-	h := hashBytes(src)
-	if old != nil && old.Hash == h && old.Lang == s.lang.Name {
-		c := *old
-		c.Size, c.Mtime = int64(len(src)), s.mtime
-		return &c
-	}
-	f := &File{Path: s.rel, Lang: s.lang.Name, Size: int64(len(src)), Mtime: s.mtime, Hash: h}
-	if err := x.Extract(ctx, s.lang, src, f); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		f.Symbols, f.Refs, f.Imports = nil, nil, nil
-	}
-	return f
 }
 
 // lock takes the graph folder's lock, waiting for another call's build until ctx ends.

@@ -181,7 +181,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	if dir == "out" {
 		verb = "references from"
 	}
-	header := fmt.Sprintf("%s%s %s  %s:%d-%d  %s\n", r.missingNote(), verb, qualified(ts), r.rel(c, tf.Path), ts.Start, ts.End, ts.Sig)
+	header := fmt.Sprintf("%s%s %s  %s:%d-%d  %s\n", r.missingNote(c), verb, qualified(ts), r.rel(c, tf.Path), ts.Start, ts.End, ts.Sig)
 	if l := LangNamed(tf.Lang); l != nil && !l.Calls {
 		header += fmt.Sprintf("note: the graph has no call edges for %s, so this list cannot be complete\n", tf.Lang)
 	}

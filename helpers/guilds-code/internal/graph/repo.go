@@ -138,13 +138,37 @@ func (r *repo) inScope(p string) bool {
 	return r.scope == "" || p == r.scope || strings.HasPrefix(p, r.scope+"/")
 }
 
-// missingNote says what the answer lacks when the budget ran out, or "".
-func (r *repo) missingNote() string {
-	if r.g == nil || r.g.Missing == 0 {
+// missingNote says what the answer lacks: files the budget left unparsed and files the parser
+// crashed on; "" when it lacks nothing.
+func (r *repo) missingNote(c *runs.Call) string {
+	if r.g == nil {
 		return ""
 	}
-	return fmt.Sprintf("note: the graph is incomplete: %d files were not parsed within the %s budget; this answer covers the rest (call again to continue the build)\n",
-		r.g.Missing, Budget.Round(time.Second))
+	var b strings.Builder
+	if r.g.Missing > 0 {
+		fmt.Fprintf(&b, "note: the graph is incomplete: %d files were not parsed within the %s budget; this answer covers the rest (call again to continue the build)\n",
+			r.g.Missing, Budget.Round(time.Second))
+	}
+	if n := len(r.g.Failed); n > 0 {
+		const shown = 5
+		files, them := "files", "them"
+		if n == 1 {
+			files, them = "file", "it"
+		}
+		fmt.Fprintf(&b, "note: the parser crashed on %d %s, left out of the graph (text search still finds %s):", n, files, them)
+		for i, f := range r.g.Failed {
+			if i == shown {
+				fmt.Fprintf(&b, " and %d more", n-shown)
+				break
+			}
+			if i > 0 {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(&b, " %s (%s)", r.rel(c, f.Path), f.Reason)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // rel renders a repository path relative to the working directory.

@@ -139,12 +139,15 @@ func TestBudgetRunsOut(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	parsed, missing := parseAll(ctx2, root, list, nil)
+	parsed, missing, _, err := parseAll(ctx2, root, list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if missing != len(list) || len(parsed) != 0 {
 		t.Fatalf("cancelled parse: %d parsed, %d missing; want 0 and %d", len(parsed), missing, len(list))
 	}
 	r := &repo{g: &Graph{Missing: 3}}
-	if note := r.missingNote(); note == "" {
+	if note := r.missingNote(nil); note == "" {
 		t.Fatal("missing files must be reported")
 	}
 }

@@ -94,7 +94,7 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 			lines = append(lines, fmt.Sprintf("  … %d more hits here", g.more))
 		}
 	}
-	header := r.missingNote()
+	header := r.missingNote(c)
 	if outside > 0 {
 		header += fmt.Sprintf("note: %d hits outside repository %s are left out\n", outside, r.name)
 	}

@@ -109,7 +109,7 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 			langs = append(langs, fmt.Sprintf("%s %d", l, n))
 		}
 	}
-	header := fmt.Sprintf("%srepository %s: %d files, %d symbols (%s)\n", r.missingNote(), r.name, len(g.Files), symbols, strings.Join(langs, ", "))
+	header := fmt.Sprintf("%srepository %s: %d files, %d symbols (%s)\n", r.missingNote(c), r.name, len(g.Files), symbols, strings.Join(langs, ", "))
 	header += noCallsNote(langCount)
 	var lines []string
 	lines = append(lines, "folders (files, symbols, most referenced):")
@@ -199,7 +199,7 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	if f == nil {
 		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, MaxFileBytes)
 	}
-	header := fmt.Sprintf("%s%s (%s, %d lines, %d symbols)\n", r.missingNote(), r.rel(c, f.Path), f.Lang, lineCount(f), len(f.Syms()))
+	header := fmt.Sprintf("%s%s (%s, %d lines, %d symbols)\n", r.missingNote(c), r.rel(c, f.Path), f.Lang, lineCount(f), len(f.Syms()))
 	var lines []string
 	for i := range f.Syms() {
 		s := &f.Syms()[i]
@@ -371,7 +371,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 		}
 		return files[i] < files[j]
 	})
-	header := r.missingNote()
+	header := r.missingNote(c)
 	var lines []string
 	if len(syms) == 0 && len(files) == 0 {
 		header += fmt.Sprintf("no symbol or file matches %q in %s; try other words or code_search for text\n", args.Question, r.name)

@@ -1,0 +1,65 @@
+package graph
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+)
+
+// useWorker makes a build with cgo parse through guilds-code-parse as the build without cgo does
+// (the tests of the worker path set it).
+var useWorker = false
+
+// parseAll brings the files in todo into the graph. A file whose content hash is the one prev holds
+// (only its mtime moved) keeps its parse without starting a parser; the rest are parsed in this
+// process when it has tree-sitter (cgo), else by guilds-code-parse. It returns the files parsed,
+// how many were left for lack of time, and the files the parser crashed on.
+func parseAll(ctx context.Context, root string, todo []seen, prev map[string]*File) ([]*File, int, []failure, error) {
+	if len(todo) == 0 {
+		return nil, 0, nil, nil
+	}
+	var kept []*File
+	need := todo[:0:0]
+	for _, s := range todo {
+		old := prev[s.rel]
+		if old == nil || old.Lang != s.lang.Name {
+			need = append(need, s)
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
+		if err != nil {
+			// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
+			kept = append(kept, &File{Path: s.rel, Lang: s.lang.Name, Size: -1})
+			continue
+		}
+		if hashBytes(src) == old.Hash {
+			c := *old
+			c.Size, c.Mtime = int64(len(src)), s.mtime
+			kept = append(kept, &c)
+			continue
+		}
+		need = append(need, s)
+	}
+	if len(need) == 0 {
+		return kept, 0, nil, nil
+	}
+	var out []*File
+	var failed []failure
+	if inProcess != nil && !useWorker {
+		out = inProcess(ctx, root, need)
+	} else {
+		var err error
+		if out, failed, err = parseWithWorker(ctx, root, need); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	missing := 0
+	for _, f := range out {
+		if f == nil {
+			missing++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return kept, missing - len(failed), failed, nil
+}

@@ -1,0 +1,150 @@
+//go:build cgo
+
+package graph
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// inProcess parses files with tree-sitter in this process, which has cgo.
+var inProcess = parseInProcess
+
+// parseInProcess parses the files in todo on every core; a file left when ctx ends is nil.
+func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
+	out := make([]*File, len(todo))
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := NewExtractor()
+			defer x.Close()
+			for ctx.Err() == nil {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(todo) {
+					return
+				}
+				out[i] = parseOne(ctx, x, root, todo[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// parseOne reads and parses one file; it is nil only when ctx ended during its parse.
+func parseOne(ctx context.Context, x *Extractor, root string, s seen) *File {
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
+	if err != nil {
+		// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
+		return &File{Path: s.rel, Lang: s.lang.Name, Size: -1}
+	}
+	f := &File{Path: s.rel, Lang: s.lang.Name, Size: int64(len(src)), Mtime: s.mtime, Hash: hashBytes(src)}
+	if err := x.Extract(ctx, s.lang, src, f); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.Symbols, f.Refs, f.Imports = nil, nil, nil
+	}
+	return f
+}
+
+// ParseMain is guilds-code-parse: it reads one parse request on in and answers on out (see reqMagic).
+func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(errOut, "usage: %s < request\n%s parses source files with tree-sitter for guilds-code, which starts it with a parse request on standard input; it takes no arguments\n", ParserName, ParserName)
+		return 2
+	}
+	if err := ServeParse(context.Background(), in, out, nil); err != nil {
+		fmt.Fprintf(errOut, "%s: %v\n", ParserName, err)
+		return 1
+	}
+	return 0
+}
+
+// ServeParse answers one parse request read from in with frames on out, parsing with the request's
+// number of parsers. before, when set, sees each file's path just before its parse (tests use it
+// to crash a worker on a chosen file). It reads files and writes nothing but out.
+func ServeParse(ctx context.Context, in io.Reader, out io.Writer, before func(rel string)) error {
+	req, err := io.ReadAll(in)
+	if err != nil {
+		return fmt.Errorf("read the request: %w", err)
+	}
+	root, jobs, files, err := decodeRequest(req)
+	if err != nil {
+		msg := binary.AppendUvarint([]byte{'E'}, uint64(len(err.Error())))
+		_, _ = out.Write(append(msg, err.Error()...))
+		return err
+	}
+	var (
+		mu   sync.Mutex
+		next int
+		werr error
+	)
+	// claim writes the frame of the file just parsed and the start of the next one in one write,
+	// so that when a parse crashes the frames already written name the file in flight.
+	claim := func(frame []byte) (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next
+		if i < len(files) && werr == nil {
+			next++
+			frame = binary.AppendUvarint(append(frame, 'S'), uint64(i))
+		}
+		if len(frame) > 0 && werr == nil {
+			if _, err := out.Write(frame); err != nil {
+				werr = fmt.Errorf("write the answer: %w", err)
+			}
+		}
+		return i, i < len(files) && werr == nil
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < min(jobs, len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := NewExtractor()
+			defer x.Close()
+			var frame []byte
+			for {
+				i, ok := claim(frame)
+				if !ok {
+					return
+				}
+				j := files[i]
+				if before != nil {
+					before(j.Rel)
+				}
+				f := parseOne(ctx, x, root, seen{rel: j.Rel, size: j.Size, mtime: j.Mtime, lang: LangNamed(j.Lang)})
+				if f == nil {
+					f = &File{Path: j.Rel, Lang: j.Lang, Size: -1}
+				}
+				rec := encodeRecord(f)
+				frame = binary.AppendUvarint(append(frame[:0], 'F'), uint64(i))
+				frame = binary.AppendUvarint(frame, uint64(len(rec)))
+				frame = append(frame, rec...)
+			}
+		}()
+	}
+	wg.Wait()
+	if werr != nil {
+		return werr
+	}
+	if _, err := out.Write(binary.AppendUvarint([]byte{'Z'}, uint64(len(files)))); err != nil {
+		return fmt.Errorf("write the answer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ParserName is the companion binary that parses files with tree-sitter for a guilds-code built without cgo.
+const ParserName = "guilds-code-parse"
+
+// The parse worker protocol. guilds-code writes one request on the worker's standard input:
+//
+//	reqMagic, root, jobs (parser goroutines), count, then per file: path, language, size, mtime
+//
+// and the worker answers on its standard output with frames, one byte of type then its body:
+//
+//	'S' i            it starts parsing file i (so a crash names the files in flight)
+//	'F' i len record file i is parsed: its File in the graph file's record encoding (encodeRecord)
+//	'E' message      the request was refused; nothing else follows
+//	'Z' count        every file was answered
+//
+// A worker that dies before 'Z' (a grammar crashing on a hostile file) has answered the files it
+// framed with 'F'; the ones it started and did not finish are the suspects.
+const reqMagic = "GRAFTP\x00\x01"
+
+// parseJob is one file the worker parses.
+type parseJob struct {
+	Rel   string
+	Lang  string
+	Size  int64
+	Mtime int64
+}
+
+// encodeRequest frames a parse request.
+func encodeRequest(root string, jobs int, files []parseJob) []byte {
+	e := encoder{}
+	e.buf = append(e.buf, reqMagic...)
+	e.str(root)
+	e.uv(uint64(jobs))
+	e.uv(uint64(len(files)))
+	for _, f := range files {
+		e.str(f.Rel)
+		e.str(f.Lang)
+		e.v(f.Size)
+		e.v(f.Mtime)
+	}
+	return e.buf
+}
+
+// decodeRequest reads a parse request, refusing paths that are absolute or climb out of the root.
+func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error) {
+	if !bytes.HasPrefix(b, []byte(reqMagic)) {
+		return "", 0, nil, errors.New("not a parse request (bad header)")
+	}
+	d := decoder{buf: b, off: len(reqMagic)}
+	root = strings.Clone(d.str())
+	jobs = int(d.uv())
+	n := d.count(4)
+	files = make([]parseJob, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		f := parseJob{Rel: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v()}
+		if d.err != nil {
+			break
+		}
+		if f.Rel == "" || strings.HasPrefix(f.Rel, "/") || f.Rel == ".." || strings.HasPrefix(f.Rel, "../") || strings.Contains(f.Rel, "/../") || strings.HasSuffix(f.Rel, "/..") {
+			return "", 0, nil, fmt.Errorf("parse request: path %q is not inside the repository", f.Rel)
+		}
+		if LangNamed(f.Lang) == nil {
+			return "", 0, nil, fmt.Errorf("parse request: unknown language %q for %s", f.Lang, f.Rel)
+		}
+		files[i] = f
+	}
+	if d.err != nil {
+		return "", 0, nil, fmt.Errorf("parse request: %w", d.err)
+	}
+	if !filepath.IsAbs(root) {
+		return "", 0, nil, fmt.Errorf("parse request: root %q is not absolute", root)
+	}
+	if jobs < 1 {
+		jobs = 1
+	}
+	return root, jobs, files, nil
+}
+
+// encodeRecord is one parsed file as the worker sends it: the fields of its graph file table entry
+// with its symbol and call site blocks inline.
+func encodeRecord(f *File) []byte {
+	e := encoder{}
+	e.v(f.Size)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
+	e.str(f.Pkg)
+	syms, refs := f.Symbols, f.Refs
+	e.uv(uint64(len(syms)))
+	e.str(string(encodeSyms(syms)))
+	bloom := bloomOf(refs)
+	for _, w := range bloom {
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
+	}
+	e.str(string(encodeRefs(refs)))
+	e.uv(uint64(len(f.Imports)))
+	for _, im := range f.Imports {
+		e.str(im.Alias)
+		e.str(im.Path)
+		e.str(im.Name)
+	}
+	return e.buf
+}
+
+// decodeRecord reads a record into f (whose path, language and mtime the request gave); its strings
+// and blocks point into b. Symbols and call sites stay encoded until a query asks (Syms, LoadRefs).
+func decodeRecord(b []byte, f *File) error {
+	d := decoder{buf: b}
+	f.Size = d.v()
+	f.Hash = d.u64()
+	f.Pkg = d.str()
+	ns := d.uv()
+	f.symBlob = d.blob()
+	if d.err == nil && (ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0) {
+		d.fail("symbol count")
+	}
+	f.nsyms = int(ns)
+	for k := range f.bloom {
+		f.bloom[k] = d.u64()
+	}
+	f.refBlob = d.blob()
+	ni := d.count(3)
+	if ni > 0 {
+		f.Imports = make([]Import, ni)
+		for j := 0; j < ni && d.err == nil; j++ {
+			f.Imports[j] = Import{Alias: d.str(), Path: d.str(), Name: d.str()}
+		}
+	}
+	if d.err == nil && d.off != len(b) {
+		d.fail("record length")
+	}
+	if d.err != nil {
+		return fmt.Errorf("parse worker record of %s: %w", f.Path, d.err)
+	}
+	return nil
+}
+
+// ParserPath finds guilds-code-parse; tests point it elsewhere.
+var ParserPath = defaultParserPath
+
+// defaultParserPath finds guilds-code-parse: next to the running executable, then on PATH.
+func defaultParserPath() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), ParserName)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(ParserName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("the code graph needs its parser, %s, next to guilds-code or on PATH, and there is none: "+
+		"build it with `make build` (it lands in bin/ beside guilds-code; the sandbox image has it at /usr/local/bin/%s); "+
+		"every other tool works without it", ParserName, ParserName)
+}
+
+// failure is a file the parser crashed on: it is left out of the graph and answers say so.
+type failure struct {
+	Path   string
+	Reason string
+}
+
+// workerRun is what one run of the worker over a batch answered.
+type workerRun struct {
+	done    []bool // the batch files answered with 'F'
+	started []bool // the batch files announced with 'S'
+	crash   error  // why the worker stopped before its trailer; nil when it finished
+}
+
+// parseWithWorker parses todo through guilds-code-parse processes. A worker that crashes costs only
+// the file it crashed on: the files it had started are retried one at a time to find it, the rest
+// go to a fresh worker. It returns the parsed files (nil for the ones not parsed), the files the
+// parser crashed on, and an error when the worker cannot run at all.
+func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []failure, error) {
+	bin, err := ParserPath()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]*File, len(todo))
+	var failed []failure
+	jobs := runtime.GOMAXPROCS(0)
+	type batch struct {
+		idx  []int
+		jobs int
+	}
+	all := make([]int, len(todo))
+	for i := range all {
+		all[i] = i
+	}
+	queue := []batch{{all, jobs}}
+	for len(queue) > 0 && ctx.Err() == nil {
+		b := queue[0]
+		queue = queue[1:]
+		if len(b.idx) == 0 {
+			continue
+		}
+		run := runWorker(ctx, bin, root, todo, b.idx, b.jobs, out)
+		if run.crash == nil || ctx.Err() != nil {
+			continue
+		}
+		var suspects, rest []int
+		for k, i := range b.idx {
+			switch {
+			case run.done[k]:
+			case run.started[k]:
+				suspects = append(suspects, i)
+			default:
+				rest = append(rest, i)
+			}
+		}
+		progress := len(b.idx) - len(suspects) - len(rest)
+		switch {
+		case len(suspects) == 0 && progress == 0:
+			// It died before parsing anything: the parser itself is broken, not one file.
+			return nil, nil, fmt.Errorf("the parser %s failed before parsing any file: %w", bin, run.crash)
+		case len(suspects) == 0:
+			// It died between files (killed from outside): the rest go to a fresh worker.
+			queue = append([]batch{{rest, jobs}}, queue...)
+		case len(suspects) == 1:
+			failed = append(failed, failure{Path: todo[suspects[0]].rel, Reason: run.crash.Error()})
+			queue = append([]batch{{rest, jobs}}, queue...)
+		default:
+			// One parser at a time pins the crash on one file.
+			queue = append([]batch{{suspects, 1}, {rest, jobs}}, queue...)
+		}
+	}
+	return out, failed, nil
+}
+
+// runWorker runs one worker process over the batch idx of todo, filling out as records arrive.
+func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jobs int, out []*File) workerRun {
+	if jobs > len(idx) {
+		jobs = len(idx)
+	}
+	run := workerRun{done: make([]bool, len(idx)), started: make([]bool, len(idx))}
+	files := make([]parseJob, len(idx))
+	for k, i := range idx {
+		s := todo[i]
+		files[k] = parseJob{Rel: s.rel, Lang: s.lang.Name, Size: s.size, Mtime: s.mtime}
+	}
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Dir = "/"
+	cmd.Stdin = bytes.NewReader(encodeRequest(root, jobs, files))
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
+	// The worker dies with guilds-code, and gets a moment to be killed when the budget ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 2 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		run.crash = fmt.Errorf("start %s: %w", bin, err)
+		return run
+	}
+	if err := cmd.Start(); err != nil {
+		run.crash = fmt.Errorf("start %s: %w", bin, err)
+		return run
+	}
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	proto := readFrames(r, len(idx), func(k int, rec []byte) error {
+		f := &File{Path: files[k].Rel, Lang: files[k].Lang, Mtime: files[k].Mtime}
+		if err := decodeRecord(rec, f); err != nil {
+			return err
+		}
+		out[idx[k]] = f
+		run.done[k] = true
+		return nil
+	}, func(k int) { run.started[k] = true })
+	if proto != nil {
+		// Stop a worker that speaks nonsense; its exit status explains the rest.
+		_ = cmd.Process.Kill()
+	}
+	_, _ = io.Copy(io.Discard, r)
+	werr := cmd.Wait()
+	switch {
+	case proto == nil && werr == nil:
+		return run
+	case werr != nil:
+		run.crash = describeExit(werr, stderr.String())
+	default:
+		run.crash = proto
+	}
+	return run
+}
+
+// readFrames reads the worker's frames until its trailer, calling done for each record and start
+// for each announced file. It returns nil only when the trailer arrived.
+func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func(int)) error {
+	index := func() (int, error) {
+		i, err := binary.ReadUvarint(r)
+		if err != nil {
+			return 0, err
+		}
+		if i >= uint64(n) {
+			return 0, fmt.Errorf("parse worker named file %d of %d", i, n)
+		}
+		return int(i), nil
+	}
+	for {
+		typ, err := r.ReadByte()
+		if err != nil {
+			return fmt.Errorf("parse worker output ended early: %w", err)
+		}
+		switch typ {
+		case 'S':
+			i, err := index()
+			if err != nil {
+				return err
+			}
+			start(i)
+		case 'F':
+			i, err := index()
+			if err != nil {
+				return err
+			}
+			size, err := binary.ReadUvarint(r)
+			if err != nil || size > 64<<20 {
+				return fmt.Errorf("parse worker record size: %v", err)
+			}
+			rec := make([]byte, size)
+			if _, err := io.ReadFull(r, rec); err != nil {
+				return fmt.Errorf("parse worker output ended early in a record: %w", err)
+			}
+			if err := done(i, rec); err != nil {
+				return err
+			}
+		case 'E':
+			size, err := binary.ReadUvarint(r)
+			if err != nil || size > 1<<16 {
+				return errors.New("parse worker refused the request")
+			}
+			msg := make([]byte, size)
+			_, _ = io.ReadFull(r, msg)
+			return fmt.Errorf("parse worker refused the request: %s", msg)
+		case 'Z':
+			count, err := binary.ReadUvarint(r)
+			if err != nil || count != uint64(n) {
+				return fmt.Errorf("parse worker trailer counts %d files of %d", count, n)
+			}
+			return nil
+		default:
+			return fmt.Errorf("parse worker sent an unknown frame %q", typ)
+		}
+	}
+}
+
+// describeExit says how the worker ended: the signal that killed it or its status, with its last words.
+func describeExit(err error, stderr string) error {
+	var ee *exec.ExitError
+	msg := err.Error()
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			msg = "the parser was killed by " + ws.Signal().String()
+		} else {
+			msg = fmt.Sprintf("the parser exited with status %d", ee.ExitCode())
+		}
+	}
+	if line := lastLine(stderr); line != "" {
+		msg += " (" + line + ")"
+	}
+	return errors.New(msg)
+}
+
+// lastLine is the first line of a crash report (Go's "fatal error: ..." or "panic: ..."), else the last line.
+func lastLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "SIGSEGV") {
+			return shorten(strings.TrimSpace(l), 200)
+		}
+	}
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return shorten(s, 200)
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.n -= k
+		_, _ = l.w.Write(p[:k])
+	}
+	return len(p), nil
+}
+
+// shorten cuts s to at most n bytes on a character boundary.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,310 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	workerOnce sync.Once
+	workerBins map[string]string
+	workerErr  error
+)
+
+// workerBin builds guilds-code-parse (and the crashing variant) once per test binary into a temporary
+// folder with the current sources; GOCACHE keeps it to a link. name is "guilds-code-parse" or "crashparse".
+func workerBin(t testing.TB, name string) string {
+	t.Helper()
+	workerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "graph-worker-")
+		if err != nil {
+			workerErr = err
+			return
+		}
+		workerBins = map[string]string{}
+		for n, pkg := range map[string]string{ParserName: "../../cmd/guilds-code-parse", "crashparse": "./testdata/crashparse"} {
+			out := filepath.Join(dir, n)
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				workerErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				return
+			}
+			workerBins[n] = out
+		}
+	})
+	if workerErr != nil {
+		t.Fatal(workerErr)
+	}
+	return workerBins[name]
+}
+
+// withWorker makes Open parse through the named worker binary (or, with bin "", a missing one) until the test ends.
+func withWorker(t *testing.T, bin string) {
+	oldUse, oldPath := useWorker, ParserPath
+	useWorker = true
+	ParserPath = func() (string, error) {
+		if bin == "" {
+			return oldPathMissing()
+		}
+		return bin, nil
+	}
+	t.Cleanup(func() { useWorker, ParserPath = oldUse, oldPath })
+}
+
+// oldPathMissing is ParserPath's answer when the parser is nowhere.
+func oldPathMissing() (string, error) {
+	t := os.Getenv("PATH")
+	defer os.Setenv("PATH", t)
+	os.Setenv("PATH", "")
+	return defaultParserPath()
+}
+
+// TestMain removes the worker binaries built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, b := range workerBins {
+		os.RemoveAll(filepath.Dir(b))
+		break
+	}
+	os.Exit(code)
+}
+
+// TestWorkerGolden answers every golden scenario with the graph built by guilds-code-parse: the same
+// answers as the in-process parse.
+func TestWorkerGolden(t *testing.T) {
+	withWorker(t, workerBin(t, ParserName))
+	runGolden(t, goldenHome(t), false)
+}
+
+// TestWorkerRefresh builds cold through the worker, then edits, adds and deletes files between queries.
+func TestWorkerRefresh(t *testing.T) {
+	withWorker(t, workerBin(t, ParserName))
+	home := newHome(t, "graph-go")
+	root := filepath.Join(home, "repos", "graph-go")
+	cache := filepath.Join(home, ".cache", "graft", "graph-go") // where the tools keep it
+	g, err := Open(context.Background(), root, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Changed != len(g.Files) || len(g.Files) != 5 || g.Missing != 0 || len(g.Failed) != 0 {
+		t.Fatalf("cold build: %d files, %d parsed, %d missing, %v failed", len(g.Files), g.Changed, g.Missing, g.Failed)
+	}
+	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/util.go"}`); !strings.Contains(got, "func helper()") {
+		t.Fatalf("outline after the cold build: %s", got)
+	}
+	// Touching a file without changing it must not start the parser: a broken one would fail the call.
+	withWorker(t, "/nonexistent/guilds-code-parse")
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(filepath.Join(root, "util.go"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if g, err = Open(context.Background(), root, cache); err != nil || g.Changed != 1 {
+		t.Fatalf("touch only: changed %v, err %v", g, err)
+	}
+	withWorker(t, workerBin(t, ParserName))
+	// Edit, add, delete.
+	if err := os.WriteFile(filepath.Join(root, "util.go"), []byte("package main\n\nfunc helper() { renamedHelper() }\n\nfunc renamedHelper() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "added.go"), []byte("package main\n\nfunc addedFunc() { helper() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "other", "other.go")); err != nil {
+		t.Fatal(err)
+	}
+	got := call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
+	if !strings.Contains(got, "added.go:3") {
+		t.Fatalf("the added file's call is missing:\n%s", got)
+	}
+	if got := call(t, home, "code_callers", `{"symbol":"renamedHelper","in":"repos/graph-go"}`); !strings.Contains(got, "util.go:3") {
+		t.Fatalf("the edited file's new call is missing:\n%s", got)
+	}
+	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/other/other.go"}`); !strings.Contains(got, "ERROR") {
+		t.Fatalf("the deleted file is still answered:\n%s", got)
+	}
+	g, err = Open(context.Background(), root, cache)
+	if err != nil || len(g.Files) != 5 || g.Changed != 0 {
+		t.Fatalf("after the changes: %+v, %v", g, err)
+	}
+}
+
+// TestWorkerCrash: a worker that dies on one file (as a grammar segfault would) costs only that file,
+// and every answer says which file was left out and why.
+func TestWorkerCrash(t *testing.T) {
+	withWorker(t, workerBin(t, "crashparse"))
+	home := newHome(t, "graph-go")
+	root := filepath.Join(home, "repos", "graph-go")
+	// Enough files that the crash happens with other parses in flight and more queued behind it.
+	for i := 0; i < 40; i++ {
+		src := fmt.Sprintf("package main\n\nfunc extra%d() { helper() }\n", i)
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("extra%02d.go", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "crash_me.go"), []byte("package main\n\nfunc hostile() { helper() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(context.Background(), root, filepath.Join(home, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Failed) != 1 || g.Failed[0].Path != "crash_me.go" || !strings.Contains(g.Failed[0].Reason, "SIGSEGV") {
+		t.Fatalf("failed files: %+v", g.Failed)
+	}
+	if len(g.Files) != 45 || g.File("crash_me.go") != nil || g.Missing != 0 {
+		t.Fatalf("kept %d files (want the 45 others), missing %d", len(g.Files), g.Missing)
+	}
+	got := call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
+	for _, want := range []string{"note: the parser crashed on 1 file, left out of the graph", "crash_me.go (the parser exited with status 2 (SIGSEGV: segmentation violation))", "extra39.go:3"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("answer lacks %q:\n%s", want, got)
+		}
+	}
+	// A real parser afterwards parses the file, and the note is gone.
+	withWorker(t, workerBin(t, ParserName))
+	got = call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
+	if strings.Contains(got, "crashed") || !strings.Contains(got, "crash_me.go:3") {
+		t.Fatalf("after a good parser:\n%s", got)
+	}
+}
+
+// TestWorkerMissing: without guilds-code-parse a graph that needs parsing answers an error naming
+// `make build`; a graph that is current answers without it.
+func TestWorkerMissing(t *testing.T) {
+	home := newHome(t, "graph-go")
+	withWorker(t, "")
+	got := call(t, home, "code_map", `{"repo":"graph-go"}`)
+	if !strings.Contains(got, "ERROR") || !strings.Contains(got, "make build") || !strings.Contains(got, ParserName) {
+		t.Fatalf("missing parser: %s", got)
+	}
+	withWorker(t, workerBin(t, ParserName))
+	if got := call(t, home, "code_map", `{"repo":"graph-go"}`); strings.Contains(got, "ERROR") {
+		t.Fatal(got)
+	}
+	withWorker(t, "")
+	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/util.go"}`); !strings.Contains(got, "func helper()") {
+		t.Fatalf("a current graph needs no parser: %s", got)
+	}
+}
+
+// TestWorkerBudget: when the budget ends during a worker's build, the worker is stopped and the
+// graph answers from what it has, counting the rest.
+func TestWorkerBudget(t *testing.T) {
+	withWorker(t, workerBin(t, ParserName))
+	home := newHome(t, "graph-go")
+	root := filepath.Join(home, "repos", "graph-go")
+	list, err := walk(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	parsed, missing, failed, err := parseAll(ctx, root, list, nil)
+	if err != nil || len(parsed) != 0 || missing != len(list) || len(failed) != 0 {
+		t.Fatalf("cancelled: %d parsed, %d missing, %v failed, %v", len(parsed), missing, failed, err)
+	}
+}
+
+// TestReadFrames feeds the frame reader good and bad worker output.
+func TestReadFrames(t *testing.T) {
+	frame := func(parts ...any) []byte {
+		var b []byte
+		for _, p := range parts {
+			switch v := p.(type) {
+			case byte:
+				b = append(b, v)
+			case int:
+				b = binary.AppendUvarint(b, uint64(v))
+			case string:
+				b = append(b, v...)
+			}
+		}
+		return b
+	}
+	rec := encodeRecord(&File{Path: "a.go", Lang: "go", Size: 3, Hash: 7})
+	cases := []struct {
+		name string
+		in   []byte
+		err  string
+	}{
+		{"ok", frame(byte('S'), 0, byte('F'), 0, len(rec), string(rec), byte('Z'), 1), ""},
+		{"truncated", frame(byte('S'), 0, byte('F'), 0, len(rec)), "ended early"},
+		{"no trailer", frame(byte('S'), 0), "ended early"},
+		{"index out of range", frame(byte('S'), 5), "file 5 of 1"},
+		{"unknown frame", frame(byte('Q')), "unknown frame"},
+		{"refused", frame(byte('E'), 3, "bad"), "refused the request: bad"},
+		{"short trailer", frame(byte('Z'), 0), "counts 0 files of 1"},
+		{"bad record", frame(byte('F'), 0, 2, "xx", byte('Z'), 1), "record of a.go"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *File
+			err := readFrames(bufio.NewReader(bytes.NewReader(tc.in)), 1, func(i int, b []byte) error {
+				got = &File{Path: "a.go", Lang: "go"}
+				return decodeRecord(b, got)
+			}, func(int) {})
+			if tc.err == "" {
+				if err != nil || got == nil || got.Hash != 7 || got.Size != 3 {
+					t.Fatalf("got %+v, %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestDecodeRequestRefuses: the worker refuses requests that would read outside the repository.
+func TestDecodeRequestRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		root, rel, lang, err string
+	}{
+		{"/r", "../etc/passwd.c", "c", "not inside the repository"},
+		{"/r", "a/../../x.go", "go", "not inside the repository"},
+		{"/r", "/etc/x.go", "go", "not inside the repository"},
+		{"/r", "a.go", "cobol", "unknown language"},
+		{"rel", "a.go", "go", "not absolute"},
+	} {
+		_, _, _, err := decodeRequest(encodeRequest(tc.root, 1, []parseJob{{Rel: tc.rel, Lang: tc.lang}}))
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s %s: error %v, want %q", tc.rel, tc.lang, err, tc.err)
+		}
+	}
+	root, jobs, files, err := decodeRequest(encodeRequest("/r", 2, []parseJob{{Rel: "a/b.go", Lang: "go", Size: 4, Mtime: 5}}))
+	if err != nil || root != "/r" || jobs != 2 || len(files) != 1 || files[0] != (parseJob{"a/b.go", "go", 4, 5}) {
+		t.Fatalf("round trip: %s %d %v %v", root, jobs, files, err)
+	}
+}
+
+// FuzzWorkerInput feeds arbitrary bytes to both ends' decoders: the worker's request decoder and
+// guilds-code's frame and record reader. They return errors, never panic.
+func FuzzWorkerInput(f *testing.F) {
+	f.Add(encodeRequest("/r", 2, []parseJob{{Rel: "a.go", Lang: "go", Size: 1, Mtime: 2}}))
+	rec := encodeRecord(&File{Path: "a.go", Lang: "go", Symbols: []Symbol{{Name: "f", Parent: -1, Start: 1, End: 2}}, Refs: []Ref{{Name: "g", Line: 1, From: 0}}, Imports: []Import{{Path: "x"}}})
+	f.Add(append(binary.AppendUvarint([]byte{'F', 0}, uint64(len(rec))), append(rec, 'Z', 1)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _, _ = decodeRequest(b)
+		_ = readFrames(bufio.NewReader(bytes.NewReader(b)), 2, func(i int, rec []byte) error {
+			f := &File{Path: "a.go", Lang: "go"}
+			if err := decodeRecord(rec, f); err != nil {
+				return err
+			}
+			f.Syms()
+			f.LoadRefs()
+			return nil
+		}, func(int) {})
+	})
+}
