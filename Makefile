@@ -30,8 +30,9 @@ build: ## build every binary into ./bin
 	  echo "go build $$name"; CGO_ENABLED=0 go build $(PURE) -o $(BIN)/$$name ./$$dir; done
 	@echo "go build guilds-code-parse (tree-sitter, static cgo)"; \
 	  CGO_ENABLED=1 go build $(STATIC) -o $(BIN)/guilds-code-parse ./helpers/guilds-code/cmd/guilds-code-parse
-	@if [ -d orchestrator/cmd/orchestrator ]; then echo "go build orchestrator"; \
-	  CGO_ENABLED=0 go build -trimpath -o $(BIN)/orchestrator ./orchestrator/cmd/orchestrator; fi
+	@if [ -d orchestrator/cmd/orchestrator ]; then echo "go build orchestrator guilds-sandboxd"; \
+	  CGO_ENABLED=0 go build -trimpath -o $(BIN)/orchestrator ./orchestrator/cmd/orchestrator && \
+	  CGO_ENABLED=0 go build $(PURE) -o $(BIN)/guilds-sandboxd ./orchestrator/cmd/guilds-sandboxd; fi
 
 test: setup build ## run every module's tests (installs what is missing first)
 	$(GOTEST) $(TESTFLAGS) $(MODULES)

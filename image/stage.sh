@@ -11,7 +11,12 @@ bin=${GUILDS_BIN_DIR:-$repo/bin}
 tools=$repo/tools/node_modules
 
 shopt -s nullglob
-helpers=("$bin"/guilds-*)
+helpers=()
+for h in "$bin"/guilds-*; do
+  # guilds-sandboxd is the bubblewrap sandbox's exec server; in a container the container
+  # runtime's own exec replaces it, so the image does not carry it.
+  [ "$(basename "$h")" = guilds-sandboxd ] || helpers+=("$h")
+done
 [ ${#helpers[@]} -gt 0 ] || { echo "stage: no guilds-* helpers in $bin: run \`make build\`" >&2; exit 1; }
 [ -d "$tools/playwright-core" ] && [ -d "$tools/@ast-grep" ] || { echo "stage: $tools lacks ast-grep or playwright-core: run \`make setup\`" >&2; exit 1; }
 

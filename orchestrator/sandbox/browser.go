@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,7 +18,7 @@ import (
 
 // Starter is a Sandbox that can start a long-lived process (the browser) and leave it running.
 type Starter interface {
-	Start(req ExecRequest, out io.Writer) (*exec.Cmd, error)
+	Start(req ExecRequest, out io.Writer) (*Process, error)
 }
 
 // chromiumFlags keep the sandbox's browser headless, its DevTools endpoint on loopback only, and
@@ -32,35 +31,60 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 // BrowserStartTimeout bounds how long Chromium may take to open its DevTools port.
 const BrowserStartTimeout = 30 * time.Second
 
+// DefaultBrowserIdle is how long an agent's Chromium may go without a browser call before it is
+// stopped; the next call starts it again.
+const DefaultBrowserIdle = 10 * time.Minute
+
 // Browsers starts and keeps one headless Chromium per agent sandbox, with its CDP endpoint on the
-// sandbox's loopback, for guilds-browser to attach to. It is safe for concurrent use: calls for
-// one agent wait for its start, other agents' calls do not.
+// sandbox's loopback, for guilds-browser to attach to, and stops it after Idle without a call. It
+// is safe for concurrent use: calls for one agent wait for its start, other agents' calls do not.
 type Browsers struct {
 	Provider Provider
-	Log      *slog.Logger // nil discards
+	Log      *slog.Logger  // nil discards
+	Idle     time.Duration // 0: DefaultBrowserIdle
 
-	mu    sync.Mutex
-	slots map[string]*slot
+	mu     sync.Mutex
+	closed bool
+	slots  map[string]*slot
 }
 
-// slot holds one agent's browser; its lock serializes that agent's starts and stops.
+// slot holds one agent's browser; its lock serializes that agent's starts and stops. busy counts
+// the calls using the browser now; the idle timer runs only while it is zero.
 type slot struct {
-	mu sync.Mutex
-	br *browser
+	mu    sync.Mutex
+	br    *browser
+	busy  int
+	last  time.Time
+	timer *time.Timer
 }
 
 type browser struct {
 	box  Sandbox
-	cmd  *exec.Cmd
+	proc *Process
 	url  string
-	done chan struct{}
-	out  *capped
+	out  *syncCapped
 }
 
 // CDPURL returns the agent's Chromium DevTools URL, starting Chromium in the agent's sandbox when
-// none is running.
+// none is running. The idle period counts from this call.
 func (b *Browsers) CDPURL(ctx context.Context, agentID string) (string, error) {
+	url, release, err := b.Acquire(ctx, agentID)
+	if err != nil {
+		return "", err
+	}
+	release()
+	return url, nil
+}
+
+// Acquire returns the agent's Chromium DevTools URL, starting Chromium when none is running, and
+// holds it until release is called: a browser in use is never stopped for idleness, and the idle
+// period counts from the last release.
+func (b *Browsers) Acquire(ctx context.Context, agentID string) (url string, release func(), err error) {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return "", nil, errors.New("the browsers are closed (the orchestrator is shutting down)")
+	}
 	if b.slots == nil {
 		b.slots = map[string]*slot{}
 	}
@@ -74,18 +98,66 @@ func (b *Browsers) CDPURL(ctx context.Context, agentID string) (string, error) {
 	defer sl.mu.Unlock()
 	if sl.br != nil {
 		select {
-		case <-sl.br.done:
+		case <-sl.br.proc.Done():
+			b.log().Warn("browser exited: starting it again", "agent_id", agentID, "state", sl.br.proc.State())
+			stopDaemon(sl.br.box)
 			sl.br = nil
 		default:
-			return sl.br.url, nil
 		}
 	}
-	br, err := b.start(ctx, agentID)
-	if err != nil {
-		return "", err
+	if sl.br == nil {
+		br, err := b.start(ctx, agentID)
+		if err != nil {
+			return "", nil, err
+		}
+		sl.br = br
 	}
-	sl.br = br
-	return br.url, nil
+	sl.busy++
+	if sl.timer != nil {
+		sl.timer.Stop()
+	}
+	var once sync.Once
+	return sl.br.url, func() { once.Do(func() { b.release(agentID, sl) }) }, nil
+}
+
+// release ends one call's use of the slot's browser and arms the idle timer when none is left.
+func (b *Browsers) release(agentID string, sl *slot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.busy--
+	sl.last = time.Now()
+	if sl.busy == 0 && sl.br != nil {
+		idle := b.idle()
+		if sl.timer == nil {
+			sl.timer = time.AfterFunc(idle, func() { b.expire(agentID, sl) })
+		} else {
+			sl.timer.Reset(idle)
+		}
+	}
+}
+
+// expire stops the slot's browser when it has been idle for the whole period.
+func (b *Browsers) expire(agentID string, sl *slot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	idle := b.idle()
+	if sl.br == nil || sl.busy > 0 {
+		return
+	}
+	if rest := idle - time.Since(sl.last); rest > 0 {
+		sl.timer.Reset(rest)
+		return
+	}
+	stop(sl.br)
+	sl.br = nil
+	b.log().Info("browser stopped after being idle", "agent_id", agentID, "idle", idle.String())
+}
+
+func (b *Browsers) idle() time.Duration {
+	if b.Idle > 0 {
+		return b.Idle
+	}
+	return DefaultBrowserIdle
 }
 
 func (b *Browsers) log() *slog.Logger {
@@ -118,28 +190,27 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 	argv := append([]string{"chromium"}, chromiumFlags...)
 	argv = append(argv, "--remote-debugging-port="+strconv.Itoa(port),
 		"--user-data-dir="+box.Places().RunDir+"/chromium", "about:blank")
-	out := &capped{limit: 64 << 10}
+	out := &syncCapped{c: capped{limit: 64 << 10}}
 	// TMPDIR=/tmp: Chromium's singleton socket path must stay short (a local sandbox's own tmp
 	// folder may be too deep; in bubblewrap /tmp is the agent's private one).
-	cmd, err := st.Start(ExecRequest{Argv: argv, Env: []string{"TMPDIR=/tmp"}}, out)
+	proc, err := st.Start(ExecRequest{Argv: argv, Env: []string{"TMPDIR=/tmp"}}, out)
 	if err != nil {
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
-	br := &browser{box: box, cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{}), out: out}
-	go func() { _ = cmd.Wait(); close(br.done) }()
+	br := &browser{box: box, proc: proc, url: "http://127.0.0.1:" + strconv.Itoa(port), out: out}
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.NewTimer(BrowserStartTimeout)
 	defer deadline.Stop()
 	for {
 		if resp, err := client.Get(br.url + "/json/version"); err == nil {
 			resp.Body.Close()
-			b.log().Info("browser started", "agent_id", agentID, "cdp_url", br.url, "pid", cmd.Process.Pid)
+			b.log().Info("browser started", "agent_id", agentID, "cdp_url", br.url, "pid", proc.Pid)
 			return br, nil
 		}
 		select {
-		case <-br.done:
+		case <-proc.Done():
 			b.log().Error("chromium exited at start", "agent_id", agentID, "output", out.String())
-			return nil, fmt.Errorf("chromium exited (%s) before opening its DevTools port; its last output: %s", br.cmd.ProcessState, lastLines(out.String(), 3))
+			return nil, fmt.Errorf("chromium exited (%s) before opening its DevTools port; its last output: %s", proc.State(), lastLines(out.String(), 3))
 		case <-deadline.C:
 			stop(br)
 			return nil, fmt.Errorf("chromium did not open its DevTools port within %s", BrowserStartTimeout)
@@ -161,21 +232,25 @@ func (b *Browsers) Stop(agentID string) {
 	}
 }
 
-// Close ends every Chromium this Browsers started.
+// Close ends every Chromium this Browsers started and refuses later calls.
 func (b *Browsers) Close() {
 	b.mu.Lock()
 	all := b.slots
 	b.slots = nil
+	b.closed = true
 	b.mu.Unlock()
 	for _, sl := range all {
 		sl.stop()
 	}
 }
 
-// stop ends the slot's browser, if any.
+// stop ends the slot's browser, if any, and its idle timer.
 func (sl *slot) stop() {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
+	if sl.timer != nil {
+		sl.timer.Stop()
+	}
 	if sl.br != nil {
 		stop(sl.br)
 		sl.br = nil
@@ -183,17 +258,16 @@ func (sl *slot) stop() {
 }
 
 // stop sends SIGTERM to the browser's process group, then SIGKILL after 5 s, and waits for it.
-// The guilds-browser daemon attached to it (its PID in <RunDir>/browser/daemon.pid, read through
-// the file API) gets SIGTERM too, so no helper outlives the browser it served.
+// The guilds-browser daemon attached to it gets SIGTERM too, so no helper outlives the browser
+// it served.
 func stop(br *browser) {
 	defer stopDaemon(br.box)
-	pid := br.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = br.proc.Signal(syscall.SIGTERM)
 	select {
-	case <-br.done:
+	case <-br.proc.Done():
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-br.done
+		_ = br.proc.Signal(syscall.SIGKILL)
+		<-br.proc.Done()
 	}
 }
 
@@ -226,18 +300,22 @@ func lastLines(s string, n int) string {
 	return out
 }
 
-// stopDaemon sends SIGTERM to the sandbox's guilds-browser daemon, when its PID file names one.
+// stopDaemonScript signals the guilds-browser daemon named by the PID file $1, checking first
+// that the PID is a guilds-browser process (a stale file may name a reused PID). It runs inside
+// the sandbox, where the PID is meaningful (a bubblewrap sandbox has its own PID namespace).
+const stopDaemonScript = `pid=$(cat "$1" 2>/dev/null) || exit 0
+case "$pid" in ''|*[!0-9]*) exit 0 ;; esac
+[ "$pid" -gt 1 ] && tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | grep -q guilds-browser && kill -TERM "$pid"
+exit 0`
+
+// stopDaemon sends SIGTERM to the sandbox's guilds-browser daemon, when its PID file
+// (<RunDir>/browser/daemon.pid) names one.
 func stopDaemon(box Sandbox) {
-	b, err := box.ReadFile(context.Background(), box.Places().RunDir+"/browser/daemon.pid")
-	if err != nil {
+	file := box.Places().RunDir + "/browser/daemon.pid"
+	if _, err := box.ReadFile(context.Background(), file); err != nil {
 		return
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return
-	}
-	// A stale file may name a reused PID: signal only a guilds-browser process.
-	if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(cmdline), "guilds-browser") {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = box.Exec(ctx, ExecRequest{Argv: []string{"/bin/sh", "-c", stopDaemonScript, "sh", file}, Timeout: 10 * time.Second})
 }

@@ -74,16 +74,41 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Process is a long-lived command a sandbox started, in its own process group.
+type Process struct {
+	Pid    int // in the sandbox's PID namespace
+	signal func(syscall.Signal) error
+	done   chan struct{}
+	state  string
+}
+
+// Signal sends sig to the command's process group.
+func (p *Process) Signal(sig syscall.Signal) error { return p.signal(sig) }
+
+// Done is closed once the command has exited and its output is collected.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// State says how the command ended; valid once Done is closed.
+func (p *Process) State() string { return p.state }
+
 // start starts a long-lived command in its own process group, output to out, without waiting.
-func start(name string, args []string, out io.Writer, configure func(*exec.Cmd)) (*exec.Cmd, error) {
+func start(name string, args []string, out io.Writer, configure func(*exec.Cmd)) (*Process, error) {
 	cmd := exec.Command(name, args...)
 	if configure != nil {
 		configure(cmd)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = outputGrace
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Args[0], err)
 	}
-	return cmd, nil
+	pid := cmd.Process.Pid
+	p := &Process{Pid: pid, signal: func(sig syscall.Signal) error { return syscall.Kill(-pid, sig) }, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState.String()
+		close(p.done)
+	}()
+	return p, nil
 }

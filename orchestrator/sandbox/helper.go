@@ -58,6 +58,12 @@ func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Re
 			return envelope.Reply{}, fmt.Errorf("the request (%d bytes) is too large for the command line and its request file could not be written: %w", len(raw), err)
 		}
 		argv = []string{helper, "--request-file", file}
+		// The helper deletes the file once read; one that died first (crash, kill, timeout) did not.
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = box.Remove(rctx, file)
+		}()
 	}
 	res, err := box.Exec(ctx, ExecRequest{Argv: argv, Env: env, Timeout: timeout})
 	if err != nil {

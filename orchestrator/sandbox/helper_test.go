@@ -42,6 +42,8 @@ func protoProviders(t *testing.T) map[string]Provider {
 	}
 	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
 	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		withServer(t, bin)
+		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
 	}
 	return ps

@@ -40,6 +40,9 @@ func TestImageRootfs(t *testing.T) {
 			t.Fatalf("staged helpers %v lack %s", names, want)
 		}
 	}
+	if names[ServerName] {
+		t.Errorf("the image carries %s, the bubblewrap sandbox's exec server (a container's own exec replaces it)", ServerName)
+	}
 	for _, h := range helpers {
 		name := filepath.Base(h)
 		t.Run(name, func(t *testing.T) {
@@ -56,6 +59,16 @@ func TestImageRootfs(t *testing.T) {
 			home, run := t.TempDir(), t.TempDir()
 			cmd := exec.Command(h)
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "GUILDS_HOME=" + home, "GUILDS_RUN_DIR=" + run}
+			if name == "guilds-code-parse" {
+				// guilds-code's tree-sitter companion reads a binary parse request on stdin: an
+				// empty one gets its own refusal, which shows it runs.
+				cmd.Stdin = strings.NewReader("")
+				out, err := cmd.CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "not a parse request") {
+					t.Fatalf("empty parse request: %v %q", err, out)
+				}
+				return
+			}
 			if name == "guilds-git-credential" {
 				// git's credential protocol: a host it holds no token for gets an empty answer.
 				cmd.Args = append(cmd.Args, "get")

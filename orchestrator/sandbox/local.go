@@ -50,7 +50,7 @@ func (b *localBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 }
 
 // Start starts a long-lived command (its own process group; output to out) and returns without waiting.
-func (b *localBox) Start(req ExecRequest, out io.Writer) (*exec.Cmd, error) {
+func (b *localBox) Start(req ExecRequest, out io.Writer) (*Process, error) {
 	if len(req.Argv) == 0 {
 		return nil, errEmptyArgv
 	}

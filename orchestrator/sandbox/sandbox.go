@@ -56,6 +56,9 @@ type Sandbox interface {
 	WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error
 	// ReadFile reads a file at a sandbox path under Places().Home or Places().RunDir.
 	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// Remove deletes a file (or empty folder) at a sandbox path under Places().Home or
+	// Places().RunDir; a link is removed, never followed. A missing file is not an error.
+	Remove(ctx context.Context, name string) error
 }
 
 // Provider opens the sandbox of an agent, creating it on first use.
@@ -169,4 +172,23 @@ func (f fileAPI) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil
+}
+
+func (f fileAPI) Remove(ctx context.Context, name string) error {
+	hostDir, rel, err := f.locate(name)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("sandbox path %q is a top folder of the sandbox and cannot be removed", name)
+	}
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return fmt.Errorf("open sandbox folder: %w", err)
+	}
+	defer root.Close()
+	if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
 }

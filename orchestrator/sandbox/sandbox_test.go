@@ -35,6 +35,8 @@ func providers(t *testing.T) map[string]Provider {
 	}
 	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
 	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		withServer(t, bin)
+		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
 	} else if os.Getenv("CI") != "" {
 		t.Fatalf("bubblewrap must be installed in CI: %v", err)

@@ -20,7 +20,12 @@ func FromKind(kind, root, binDir, toolsDir string, log *slog.Logger) (Provider, 
 	}
 	switch kind {
 	case "bubblewrap":
-		return NewBubblewrap(root, binDir, toolsDir)
+		p, err := NewBubblewrap(root, binDir, toolsDir)
+		if err != nil {
+			return nil, err
+		}
+		p.Log = log
+		return p, nil
 	case "local":
 		log.Warn("sandbox kind local isolates nothing: helpers run directly on the host as this user", "root", root)
 		return &Local{Root: root, BinDir: binDir, ToolsDir: toolsDir}, nil

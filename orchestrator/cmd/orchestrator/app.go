@@ -193,7 +193,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	boxes := sandboxProvider(cfg, log)
-	stopBrowsers, err := registerSandboxTools(reg, boxes, log)
+	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log)
 	if err != nil {
 		return err
 	}

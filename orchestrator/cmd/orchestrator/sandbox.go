@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -45,14 +47,27 @@ func sandboxProvider(cfg config.Config, log *slog.Logger) sandbox.Provider {
 
 // registerSandboxTools registers the tool families that run helpers in the agent's sandbox: the
 // code tools and the browser tools (each agent's headless Chromium starts on its first browser
-// call). The returned func stops those browsers.
-func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, log *slog.Logger) (func(), error) {
+// call and stops after GUILDS_CHROMIUM_IDLE without one, default 10m). The returned func stops
+// those browsers, then the sandboxes.
+func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config.Config, log *slog.Logger) (func(), error) {
 	if err := (&code.Tools{Sandbox: p}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register code tools: %w", err)
 	}
 	browsers := &sandbox.Browsers{Provider: p, Log: log}
+	if v := cfg.Getenv("GUILDS_CHROMIUM_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("GUILDS_CHROMIUM_IDLE=%q is not a positive duration such as 10m", v)
+		}
+		browsers.Idle = d
+	}
 	if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register browser tools: %w", err)
 	}
-	return browsers.Close, nil
+	return func() {
+		browsers.Close()
+		if c, ok := p.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}, nil
 }

@@ -27,28 +27,39 @@ type Tools struct {
 var Names = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type",
 	"browser_fill", "browser_scroll", "browser_screenshot", "browser_eval"}
 
-// Register adds the eight browser tools, Family orchestrator.FamilyBrowser.
+// Register adds the eight browser tools, Family orchestrator.FamilyBrowser. Each call holds the
+// agent's Chromium (started on first use) for its whole length, so the idle stop never ends a
+// browser a call is using.
 func (t *Tools) Register(reg *registry.Registry) error {
 	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.BrowserHelper, Timeout: HelperTimeout,
 		Env: func(ctx context.Context, call *registry.Call) ([]string, error) {
-			if t.Browsers == nil {
-				return nil, fmt.Errorf("the browser is not available on this orchestrator (no sandbox browser configured)")
-			}
-			url, err := t.Browsers.CDPURL(ctx, call.AgentID)
-			if err != nil {
-				return nil, fmt.Errorf("start the sandbox's browser: %w", err)
-			}
+			url, _ := ctx.Value(cdpURL{}).(string)
 			return []string{"GUILDS_CDP_URL=" + url}, nil
 		}}
 	for _, name := range Names {
 		d := decls[name]
+		run := h.Handler(name)
+		handler := func(ctx context.Context, call *registry.Call) (string, error) {
+			if t.Browsers == nil {
+				return "", fmt.Errorf("the browser is not available on this orchestrator (no sandbox browser configured)")
+			}
+			url, release, err := t.Browsers.Acquire(ctx, call.AgentID)
+			if err != nil {
+				return "", fmt.Errorf("start the sandbox's browser: %w", err)
+			}
+			defer release()
+			return run(context.WithValue(ctx, cdpURL{}, url), call)
+		}
 		if err := reg.Register(registry.Tool{Name: name, Description: d.desc, Schema: json.RawMessage(d.schema),
-			Handler: h.Handler(name), Family: orchestrator.FamilyBrowser}); err != nil {
+			Handler: handler, Family: orchestrator.FamilyBrowser}); err != nil {
 			return fmt.Errorf("register %s: %w", name, err)
 		}
 	}
 	return nil
 }
+
+// cdpURL is the context key of the call's Chromium DevTools URL.
+type cdpURL struct{}
 
 type decl struct{ desc, schema string }
 

@@ -61,21 +61,26 @@ func needs(t *testing.T) (toolsBin, playwright string) {
 	return toolsBin, playwright
 }
 
-// helperBin returns a folder holding guilds-browser: $GUILDS_BIN_DIR when `make build` filled it,
-// else a fresh build beside the repository's tools folder layout is not needed (GUILDS_PLAYWRIGHT_DIR is set).
+// helperBin returns a folder holding guilds-browser and guilds-sandboxd: $GUILDS_BIN_DIR when
+// `make build` filled it, else fresh builds (GUILDS_PLAYWRIGHT_DIR points at playwright-core).
 func helperBin(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "guilds-browser")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, sandbox.ServerName)); err == nil {
 			return d
 		}
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "guilds-browser"), ".")
-	cmd.Dir = filepath.Join("..", "..", "..", "helpers", "guilds-browser")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build guilds-browser: %v\n%s", err, out)
+	for _, b := range []struct{ name, dir string }{
+		{"guilds-browser", filepath.Join("..", "..", "..", "helpers", "guilds-browser")},
+		{sandbox.ServerName, filepath.Join("..", "..", "cmd", "guilds-sandboxd")},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), ".")
+		cmd.Dir = b.dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.name, err, out)
+		}
 	}
 	return dir
 }
@@ -149,10 +154,13 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 			switch p := p.(type) {
 			case *sandbox.Local:
 				agentRoot = filepath.Join(p.Root, agentID)
+				// A local daemon's PID is a host PID.
+				defer stopDaemon(filepath.Join(agentRoot, "run", "browser", "daemon.pid"))
 			case *sandbox.Bubblewrap:
 				agentRoot = filepath.Join(p.Root, agentID)
+				// The daemon's PID is the sandbox's own; closing the sandbox ends it with everything else.
+				defer p.Close()
 			}
-			defer stopDaemon(filepath.Join(agentRoot, "run", "browser", "daemon.pid"))
 			run := do(t, base, 201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"browser": true}})
 			if len(run["offered_tools"].([]any)) != len(browser.Names) {
 				t.Fatalf("offered: %v", run["offered_tools"])
@@ -183,7 +191,7 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 	}
 }
 
-// stopDaemon ends the helper's warm daemon the test started, by its PID file.
+// stopDaemon ends the helper's warm daemon a local sandbox started, by its PID file.
 func stopDaemon(pidFile string) {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {

@@ -48,13 +48,13 @@ var (
 	binErr  error
 )
 
-// helperBin returns a folder holding guilds-code: $GUILDS_BIN_DIR when `make build` filled it,
-// else a fresh build of the helper.
+// helperBin returns a folder holding guilds-code and guilds-sandboxd: $GUILDS_BIN_DIR when
+// `make build` filled it, else fresh builds.
 func helperBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
-			if _, err := os.Stat(filepath.Join(d, "guilds-code")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, sandbox.ServerName)); err == nil {
 				binDir = d
 				return
 			}
@@ -64,11 +64,16 @@ func helperBin(t testing.TB) string {
 			binErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "guilds-code"), ".")
-		cmd.Dir = filepath.Join("..", "..", "..", "helpers", "guilds-code")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build guilds-code: %v\n%s", err, out)
-			return
+		for _, b := range []struct{ name, dir string }{
+			{"guilds-code", filepath.Join("..", "..", "..", "helpers", "guilds-code")},
+			{sandbox.ServerName, filepath.Join("..", "..", "cmd", "guilds-sandboxd")},
+		} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), ".")
+			cmd.Dir = b.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binErr = fmt.Errorf("build %s: %v\n%s", b.name, err, out)
+				return
+			}
 		}
 		binDir = dir
 	})
@@ -84,6 +89,7 @@ func providers(t *testing.T) map[string]sandbox.Provider {
 	bin := helperBin(t)
 	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin}}
 	if bw, err := sandbox.NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
 	} else if os.Getenv("CI") != "" {
 		t.Fatalf("bubblewrap must be installed in CI: %v", err)
