@@ -4,36 +4,55 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
 
-// AgentConfig holds an agent's tool flags; a run snapshots it at start.
+// AgentConfig holds an agent's tool flags and its script limit; a run snapshots it at start.
 type AgentConfig struct {
-	Browser   bool `json:"browser"`   // the eight browser tools
-	Coding    bool `json:"coding"`    // the eleven code tools
-	Scripting bool `json:"scripting"` // the five script tools
-	Memory    bool `json:"memory"`    // memory_write
+	Browser    bool `json:"browser"`     // the eight browser tools
+	Coding     bool `json:"coding"`      // the eleven code tools
+	Scripting  bool `json:"scripting"`   // the five script tools
+	Memory     bool `json:"memory"`      // memory_write
+	MaxScripts int  `json:"max_scripts"` // how many scripts the agent may keep; 0 (a config stored before the key) means DefaultMaxScripts
 }
 
-// DefaultAgentConfig is a new agent's config: browser and coding off, scripting and memory on.
+// Bounds of an agent's max_scripts: the default, and the most an operator may set (every script
+// with parameters is a tool offered to the model on each new run).
+const (
+	DefaultMaxScripts = 10
+	MaxMaxScripts     = 100
+)
+
+// DefaultAgentConfig is a new agent's config: browser and coding off, scripting and memory on,
+// at most DefaultMaxScripts scripts.
 func DefaultAgentConfig() AgentConfig {
-	return AgentConfig{Browser: false, Coding: false, Scripting: true, Memory: true}
+	return AgentConfig{Browser: false, Coding: false, Scripting: true, Memory: true, MaxScripts: DefaultMaxScripts}
+}
+
+// ScriptLimit is the agent's max_scripts, DefaultMaxScripts when the config predates the key.
+func (c AgentConfig) ScriptLimit() int {
+	if c.MaxScripts <= 0 {
+		return DefaultMaxScripts
+	}
+	return c.MaxScripts
 }
 
 // ConfigPatch is a partial AgentConfig: only the keys that were sent are non-nil.
 type ConfigPatch struct {
-	Browser   *bool `json:"browser,omitempty"`
-	Coding    *bool `json:"coding,omitempty"`
-	Scripting *bool `json:"scripting,omitempty"`
-	Memory    *bool `json:"memory,omitempty"`
+	Browser    *bool `json:"browser,omitempty"`
+	Coding     *bool `json:"coding,omitempty"`
+	Scripting  *bool `json:"scripting,omitempty"`
+	Memory     *bool `json:"memory,omitempty"`
+	MaxScripts *int  `json:"max_scripts,omitempty"`
 }
 
 // configKeys are the keys a config object may carry, sorted.
-var configKeys = []string{"browser", "coding", "memory", "scripting"}
+var configKeys = []string{"browser", "coding", "max_scripts", "memory", "scripting"}
 
-// ParseConfigPatch decodes a partial config object; an unknown key or a non-boolean value is an
-// EINVALID error naming every problem.
+// ParseConfigPatch decodes a partial config object; an unknown key, a non-boolean flag or a
+// max_scripts that is not an integer from 1 to MaxMaxScripts is an EINVALID error naming every problem.
 func ParseConfigPatch(raw json.RawMessage) (ConfigPatch, error) {
 	var p ConfigPatch
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
@@ -41,7 +60,7 @@ func ParseConfigPatch(raw json.RawMessage) (ConfigPatch, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return p, Errorf(EINVALID, "config must be an object of booleans (%s): %v", strings.Join(configKeys, ", "), err)
+		return p, Errorf(EINVALID, "config must be an object (browser, coding, memory, scripting: booleans; max_scripts: an integer 1 to %d): %v", MaxMaxScripts, err)
 	}
 	var problems []string
 	keys := make([]string, 0, len(m))
@@ -52,6 +71,14 @@ func ParseConfigPatch(raw json.RawMessage) (ConfigPatch, error) {
 	for _, k := range keys {
 		var dst **bool
 		switch k {
+		case "max_scripts":
+			n, err := parseMaxScripts(m[k])
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			p.MaxScripts = &n
+			continue
 		case "browser":
 			dst = &p.Browser
 		case "coding":
@@ -91,7 +118,21 @@ func (p ConfigPatch) Apply(c AgentConfig) AgentConfig {
 	if p.Memory != nil {
 		c.Memory = *p.Memory
 	}
+	if p.MaxScripts != nil {
+		c.MaxScripts = *p.MaxScripts
+	}
 	return c
+}
+
+// parseMaxScripts decodes config.max_scripts: a whole number from 1 to MaxMaxScripts.
+func parseMaxScripts(raw json.RawMessage) (int, error) {
+	var f float64
+	txt := string(bytes.TrimSpace(raw))
+	if err := json.Unmarshal(raw, &f); err != nil || txt == "null" || f != math.Trunc(f) || f < 1 || f > MaxMaxScripts {
+		return 0, fmt.Errorf("config.max_scripts: must be a whole number from 1 to %d (how many scripts the agent may keep; default %d), got %s",
+			MaxMaxScripts, DefaultMaxScripts, clip(txt, 40))
+	}
+	return int(f), nil
 }
 
 // clip shortens s to at most n bytes for an error message.

@@ -16,9 +16,19 @@ func TestParseConfigPatch(t *testing.T) {
 		{``, base, ""},
 		{`null`, base, ""},
 		{`{}`, base, ""},
-		{`{"coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true}, ""},
-		{`{"browser": true, "memory": false}`, AgentConfig{Browser: true, Scripting: true}, ""},
-		{`{"gpu": true, "coding": "yes"}`, base, "config.coding: must be true or false, got \"yes\"; config.gpu: unknown key; the keys are browser, coding, memory, scripting"},
+		{`{"coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 10}, ""},
+		{`{"browser": true, "memory": false}`, AgentConfig{Browser: true, Scripting: true, MaxScripts: 10}, ""},
+		{`{"max_scripts": 25}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 25}, ""},
+		{`{"max_scripts": 1, "coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 1}, ""},
+		{`{"max_scripts": 100}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 100}, ""},
+		{`{"max_scripts": 0}`, base, "config.max_scripts: must be a whole number from 1 to 100 (how many scripts the agent may keep; default 10), got 0"},
+		{`{"max_scripts": -3}`, base, "config.max_scripts: must be a whole number from 1 to 100"},
+		{`{"max_scripts": 101}`, base, "got 101"},
+		{`{"max_scripts": 2.5}`, base, "got 2.5"},
+		{`{"max_scripts": "10"}`, base, `got "10"`},
+		{`{"max_scripts": null}`, base, "got null"},
+		{`{"max_scripts": 1e999}`, base, "config.max_scripts: must be a whole number"},
+		{`{"gpu": true, "coding": "yes"}`, base, "config.coding: must be true or false, got \"yes\"; config.gpu: unknown key; the keys are browser, coding, max_scripts, memory, scripting"},
 		{`{"coding": null}`, base, "config.coding: must be true or false"},
 		{`[true]`, base, "config must be an object"},
 		{`"coding"`, base, "config must be an object"},
@@ -39,6 +49,19 @@ func TestParseConfigPatch(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestScriptLimit(t *testing.T) {
+	if got := (AgentConfig{}).ScriptLimit(); got != DefaultMaxScripts {
+		t.Fatalf("a config stored before max_scripts: limit %d, want %d", got, DefaultMaxScripts)
+	}
+	if got := (AgentConfig{MaxScripts: 3}).ScriptLimit(); got != 3 {
+		t.Fatalf("limit %d, want 3", got)
+	}
+	var c AgentConfig
+	if err := json.Unmarshal([]byte(`{"browser":false,"coding":true,"scripting":true,"memory":true}`), &c); err != nil || c.ScriptLimit() != 10 {
+		t.Fatalf("old stored config: %+v %v", c, err)
 	}
 }
 
@@ -69,7 +92,7 @@ func TestErrors(t *testing.T) {
 
 // FuzzParseConfigPatch: any input (it comes from API clients) parses or fails with EINVALID.
 func FuzzParseConfigPatch(f *testing.F) {
-	for _, s := range []string{`{"coding":true}`, `{"gpu":1}`, `[]`, `null`, `{"browser":false,"memory":true}`, `{"a":`} {
+	for _, s := range []string{`{"coding":true}`, `{"gpu":1}`, `[]`, `null`, `{"browser":false,"memory":true}`, `{"a":`, `{"max_scripts":7}`, `{"max_scripts":1e2}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -80,6 +103,9 @@ func FuzzParseConfigPatch(f *testing.F) {
 			}
 			return
 		}
-		_ = p.Apply(DefaultAgentConfig())
+		c := p.Apply(DefaultAgentConfig())
+		if c.MaxScripts < 1 || c.MaxScripts > MaxMaxScripts || c.ScriptLimit() != c.MaxScripts {
+			t.Fatalf("max_scripts %d out of bounds after %q", c.MaxScripts, in)
+		}
 	})
 }

@@ -122,7 +122,7 @@ func TestAgentConfigPatch(t *testing.T) {
 	e := newEnv(t, nil)
 	id := e.agent(nil)
 	a := e.must(200, "GET", "/api/agents/"+id, nil)
-	want := map[string]any{"browser": false, "coding": false, "scripting": true, "memory": true}
+	want := map[string]any{"browser": false, "coding": false, "scripting": true, "memory": true, "max_scripts": float64(10)}
 	if fmt.Sprint(a["config"]) != fmt.Sprint(want) {
 		t.Fatalf("default config %v, want %v", a["config"], want)
 	}
@@ -136,6 +136,11 @@ func TestAgentConfigPatch(t *testing.T) {
 	if fmt.Sprint(a["config"]) != fmt.Sprint(want) || a["name"] != "Ada II" {
 		t.Fatalf("after memory patch: %v", a)
 	}
+	a = e.must(200, "PATCH", "/api/agents/"+id, map[string]any{"config": map[string]any{"max_scripts": 25}})
+	want["max_scripts"] = float64(25)
+	if fmt.Sprint(a["config"]) != fmt.Sprint(want) {
+		t.Fatalf("after max_scripts patch: %v", a)
+	}
 	for _, tt := range []struct {
 		name string
 		body any
@@ -143,6 +148,10 @@ func TestAgentConfigPatch(t *testing.T) {
 		msg  string
 	}{
 		{"unknown key", map[string]any{"config": map[string]any{"gpu": true}}, "EINVALID", "config.gpu: unknown key"},
+		{"max_scripts zero", map[string]any{"config": map[string]any{"max_scripts": 0}}, "EINVALID", "config.max_scripts: must be a whole number from 1 to 100"},
+		{"max_scripts too many", map[string]any{"config": map[string]any{"max_scripts": 1000}}, "EINVALID", "got 1000"},
+		{"max_scripts fraction", map[string]any{"config": map[string]any{"max_scripts": 2.5}}, "EINVALID", "got 2.5"},
+		{"max_scripts string", map[string]any{"config": map[string]any{"max_scripts": "5"}}, "EINVALID", `got "5"`},
 		{"not a bool", map[string]any{"config": map[string]any{"browser": "yes"}}, "EINVALID", "config.browser: must be true or false"},
 		{"config not an object", map[string]any{"config": []any{}}, "EINVALID", "config must be an object"},
 		{"unknown top field", map[string]any{"flags": map[string]any{}}, "EINVALID", "unknown field"},
@@ -159,6 +168,14 @@ func TestAgentConfigPatch(t *testing.T) {
 	}
 	if st, out := e.do("PATCH", "/api/agents/agt_missing", map[string]any{"config": map[string]any{"coding": true}}); st != 404 {
 		t.Fatalf("patch missing agent: %d %v", st, out)
+	}
+	// max_scripts on create; a run start cannot override it (it is the agent's, not a run's).
+	b := e.must(201, "POST", "/api/guilds/"+a["guild_id"].(string)+"/agents", map[string]any{"name": "Bo", "config": map[string]any{"max_scripts": 3}})
+	if cfg := b["config"].(map[string]any); cfg["max_scripts"] != float64(3) {
+		t.Fatalf("create with max_scripts: %v", b)
+	}
+	if st, out := e.do("POST", "/api/agents/"+id+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"max_scripts": 50}}); st != 422 || !strings.Contains(errMessage(out), "config.max_scripts is the agent's setting") {
+		t.Fatalf("run start with max_scripts: %d %v", st, out)
 	}
 }
 

@@ -23,19 +23,36 @@ func scanScript(r pgx.Row) (orchestrator.Script, error) {
 	return s, err
 }
 
-// PutScript creates or replaces an agent's script. A new name is refused with ECONFLICT when the
-// agent already has max scripts; the agent row is locked meanwhile, so concurrent creates cannot
-// pass the limit. It reports whether the script is new.
-func (s *Store) PutScript(ctx context.Context, sc orchestrator.Script, max int, now time.Time) (bool, error) {
+// PutScript creates or replaces an agent's script and, when runID is set, puts it in that run's
+// snapshot in the same transaction. A new name is refused with ECONFLICT when the agent already has
+// its config's max_scripts; the agent row is locked meanwhile (the limit is read from it under that
+// lock), so concurrent creates, or a create beside a config change, cannot pass the limit. It
+// reports whether the script is new.
+func (s *Store) PutScript(ctx context.Context, sc orchestrator.Script, runID string, now time.Time) (bool, error) {
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orgID, guildID string
-		err := tx.QueryRow(ctx, "SELECT org_id, guild_id FROM agents WHERE id = $1 FOR UPDATE", sc.AgentID).Scan(&orgID, &guildID)
+		var cfgJSON []byte
+		err := tx.QueryRow(ctx, "SELECT org_id, guild_id, config FROM agents WHERE id = $1 FOR UPDATE", sc.AgentID).Scan(&orgID, &guildID, &cfgJSON)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("agent", sc.AgentID)
 		}
 		if err != nil {
 			return err
+		}
+		var cfg orchestrator.AgentConfig
+		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+			return fmt.Errorf("agent %s config: %w", sc.AgentID, err)
+		}
+		max := cfg.ScriptLimit()
+		if runID != "" {
+			var has bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM run_script_snapshots WHERE run_id = $1 AND agent_id = $2)", runID, sc.AgentID).Scan(&has); err != nil {
+				return err
+			}
+			if !has {
+				return noSnapshot(runID)
+			}
 		}
 		var id string
 		err = tx.QueryRow(ctx, "SELECT id FROM artifacts WHERE kind = 'script' AND level = 'agent' AND agent_id = $1 AND key = $2", sc.AgentID, sc.Name).Scan(&id)
@@ -50,7 +67,7 @@ func (s *Store) PutScript(ctx context.Context, sc orchestrator.Script, max int, 
 				return err
 			}
 			if n >= max {
-				return orchestrator.Errorf(orchestrator.ECONFLICT, "you already have %d scripts, the most allowed (max_scripts %d); delete one with script_delete or replace one by creating it under its name", n, max)
+				return orchestrator.Errorf(orchestrator.ECONFLICT, "you already have %d scripts, the most your config allows (max_scripts %d); delete one with script_delete or replace one by creating it under its name", n, max)
 			}
 			id = orchestrator.NewID("art")
 			if _, err := tx.Exec(ctx, `INSERT INTO artifacts (id, kind, level, org_id, guild_id, agent_id, key, content, created_at, updated_at)
@@ -65,13 +82,22 @@ func (s *Store) PutScript(ctx context.Context, sc orchestrator.Script, max int, 
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO script_details (artifact_id, description, parameters, hash) VALUES ($1, $2, $3::jsonb, $4)
+		if _, err := tx.Exec(ctx, `INSERT INTO script_details (artifact_id, description, parameters, hash) VALUES ($1, $2, $3::jsonb, $4)
 			ON CONFLICT (artifact_id) DO UPDATE SET description = EXCLUDED.description, parameters = EXCLUDED.parameters, hash = EXCLUDED.hash`,
-			id, sc.Description, params, sc.Hash)
+			id, sc.Description, params, sc.Hash); err != nil {
+			return err
+		}
+		if runID == "" {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO run_scripts (run_id, name, source, hash, description, parameters) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+			ON CONFLICT (run_id, name) DO UPDATE SET source = EXCLUDED.source, hash = EXCLUDED.hash,
+				description = EXCLUDED.description, parameters = EXCLUDED.parameters`, runID, sc.Name, sc.Source, sc.Hash, sc.Description, params)
 		return err
 	})
 	if err != nil {
-		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+		var noSnap *noSnapshotError
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL || errors.As(err, &noSnap) {
 			return false, err
 		}
 		return false, fmt.Errorf("save script %s: %w", sc.Name, err)
@@ -93,63 +119,134 @@ func (s *Store) ListScripts(ctx context.Context, agentID string) ([]orchestrator
 	return nonNil(out), nil
 }
 
-// DeleteScript removes an agent's script from the catalog; a missing one is ENOTFOUND.
-func (s *Store) DeleteScript(ctx context.Context, agentID, name string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM artifacts WHERE kind = 'script' AND level = 'agent' AND agent_id = $1 AND key = $2", agentID, name)
+// DeleteScript removes an agent's script from the catalog and, when runID is set, the name from
+// that run's snapshot, in one transaction. A name in neither is ENOTFOUND.
+func (s *Store) DeleteScript(ctx context.Context, agentID, runID, name string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "DELETE FROM artifacts WHERE kind = 'script' AND level = 'agent' AND agent_id = $1 AND key = $2", agentID, name)
+		if err != nil {
+			return err
+		}
+		n := tag.RowsAffected()
+		if runID != "" {
+			if tag, err = tx.Exec(ctx, "DELETE FROM run_scripts WHERE run_id = $1 AND name = $2", runID, name); err != nil {
+				return err
+			}
+			n += tag.RowsAffected()
+		}
+		if n == 0 {
+			return notFound("script", name)
+		}
+		return nil
+	})
 	if err != nil {
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return err
+		}
 		return fmt.Errorf("delete script %s: %w", name, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("script", name)
 	}
 	return nil
 }
 
-// SnapshotRunScripts takes the run's snapshot of its agent's scripts (source and hash) unless it
-// was taken already; later catalog changes do not reach it.
-func (s *Store) SnapshotRunScripts(ctx context.Context, runID, agentID string, at time.Time) error {
+const runScriptColumns = "s.agent_id, rs.name, rs.description, rs.source, rs.parameters, rs.hash, s.taken_at"
+
+// SnapshotRunScripts takes the snapshot of the agent's scripts (source, hash, description and
+// parameters) for the run that is starting with id runID, and returns it. It is written before the
+// run's row, keyed by the id: a start retried with the same id gets the snapshot taken first. A
+// snapshot of another agent under that id is an error. Snapshots of this agent's starts that never
+// wrote their run are swept an hour on.
+func (s *Store) SnapshotRunScripts(ctx context.Context, runID, agentID string, at time.Time) ([]orchestrator.Script, error) {
+	var out []orchestrator.Script
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "INSERT INTO run_script_snapshots (run_id, taken_at) SELECT id, $2 FROM runs WHERE id = $1 ON CONFLICT DO NOTHING", runID, at)
-		if err != nil || tag.RowsAffected() == 0 {
+		tag, err := tx.Exec(ctx, "INSERT INTO run_script_snapshots (run_id, agent_id, taken_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING", runID, agentID, at)
+		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO run_scripts (run_id, name, source, hash)
-			SELECT $1, a.key, a.content, d.hash FROM artifacts a JOIN script_details d ON d.artifact_id = a.id
-			WHERE a.kind = 'script' AND a.level = 'agent' AND a.agent_id = $2`, runID, agentID)
+		if tag.RowsAffected() == 1 {
+			if _, err := tx.Exec(ctx, `INSERT INTO run_scripts (run_id, name, source, hash, description, parameters)
+				SELECT $1, a.key, a.content, d.hash, d.description, d.parameters FROM artifacts a JOIN script_details d ON d.artifact_id = a.id
+				WHERE a.kind = 'script' AND a.level = 'agent' AND a.agent_id = $2`, runID, agentID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM run_script_snapshots s WHERE s.agent_id = $1 AND s.taken_at < $2 AND s.run_id <> $3
+				AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id)`, agentID, at.Add(-time.Hour), runID); err != nil {
+				return err
+			}
+		} else {
+			var owner string
+			if err := tx.QueryRow(ctx, "SELECT agent_id FROM run_script_snapshots WHERE run_id = $1", runID).Scan(&owner); err != nil {
+				return err
+			}
+			if owner != agentID {
+				return orchestrator.Errorf(orchestrator.ECONFLICT, "run id %s already holds the script snapshot of another agent", runID)
+			}
+		}
+		rows, err := tx.Query(ctx, "SELECT "+runScriptColumns+` FROM run_script_snapshots s JOIN run_scripts rs ON rs.run_id = s.run_id
+			WHERE s.run_id = $1 ORDER BY rs.name`, runID)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Script, error) { return scanScript(r) })
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("snapshot the run's scripts: %w", err)
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return nil, err
+		}
+		return nil, fmt.Errorf("snapshot the run's scripts: %w", err)
 	}
-	return nil
+	return nonNil(out), nil
+}
+
+// noSnapshotError is the error of a run without a script snapshot.
+type noSnapshotError struct{ runID string }
+
+func (e *noSnapshotError) Error() string {
+	return fmt.Sprintf("run %s has no script snapshot: it was started without the script tools' start hook (runs.Service.Dynamic); start a new run", e.runID)
+}
+
+func noSnapshot(runID string) error { return &noSnapshotError{runID} }
+
+// RunScripts lists the run's snapshot of its agent's scripts by name (UpdatedAt is when the
+// snapshot was taken).
+func (s *Store) RunScripts(ctx context.Context, runID string) ([]orchestrator.Script, error) {
+	var has bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM run_script_snapshots WHERE run_id = $1)", runID).Scan(&has); err != nil {
+		return nil, fmt.Errorf("list the run's scripts: %w", err)
+	}
+	if !has {
+		return nil, noSnapshot(runID)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+runScriptColumns+` FROM run_script_snapshots s JOIN run_scripts rs ON rs.run_id = s.run_id
+		WHERE s.run_id = $1 ORDER BY rs.name`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list the run's scripts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Script, error) { return scanScript(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list the run's scripts: %w", err)
+	}
+	return nonNil(out), nil
 }
 
 // RunScript returns a script as the run's snapshot holds it; one the snapshot lacks is ENOTFOUND.
-func (s *Store) RunScript(ctx context.Context, runID, name string) (source, hash string, err error) {
-	err = s.pool.QueryRow(ctx, "SELECT source, hash FROM run_scripts WHERE run_id = $1 AND name = $2", runID, name).Scan(&source, &hash)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", orchestrator.Errorf(orchestrator.ENOTFOUND, "script %s is not among this run's scripts; script_list shows them", name)
+func (s *Store) RunScript(ctx context.Context, runID, name string) (orchestrator.Script, error) {
+	var sc orchestrator.Script
+	var src, hash, desc *string
+	var params []byte
+	err := s.pool.QueryRow(ctx, `SELECT s.agent_id, rs.source, rs.hash, rs.description, rs.parameters FROM run_script_snapshots s
+		LEFT JOIN run_scripts rs ON rs.run_id = s.run_id AND rs.name = $2 WHERE s.run_id = $1`, runID, name).Scan(&sc.AgentID, &src, &hash, &desc, &params)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return sc, noSnapshot(runID)
+	case err != nil:
+		return sc, fmt.Errorf("read script %s of run %s: %w", name, runID, err)
+	case src == nil:
+		return sc, orchestrator.Errorf(orchestrator.ENOTFOUND, "script %s is not among this run's scripts (a run sees the scripts as they were when it started, and its own changes); script_list shows them", name)
 	}
-	if err != nil {
-		return "", "", fmt.Errorf("read script %s of run %s: %w", name, runID, err)
+	sc.Name, sc.Source, sc.Hash, sc.Description = name, *src, *hash, *desc
+	if len(params) > 0 {
+		sc.Parameters = json.RawMessage(params)
 	}
-	return source, hash, nil
-}
-
-// PutRunScript adds or replaces a script in the run's snapshot.
-func (s *Store) PutRunScript(ctx context.Context, runID, name, source, hash string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO run_scripts (run_id, name, source, hash) SELECT id, $2, $3, $4 FROM runs WHERE id = $1
-		ON CONFLICT (run_id, name) DO UPDATE SET source = EXCLUDED.source, hash = EXCLUDED.hash`, runID, name, source, hash)
-	if err != nil {
-		return fmt.Errorf("update the run's script %s: %w", name, err)
-	}
-	return nil
-}
-
-// DeleteRunScript removes a name from the run's snapshot.
-func (s *Store) DeleteRunScript(ctx context.Context, runID, name string) error {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM run_scripts WHERE run_id = $1 AND name = $2", runID, name); err != nil {
-		return fmt.Errorf("drop script %s from run %s: %w", name, runID, err)
-	}
-	return nil
+	return sc, nil
 }

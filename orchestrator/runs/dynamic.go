@@ -17,7 +17,9 @@ import (
 // has no connection and a RemoteName its provider reads back at call time.
 type DynamicTools interface {
 	// Offer returns the agent's dynamic tools for a new run, given what the run already offers
-	// (so a provider can follow the bindings and flags of its native family).
+	// (so a provider can follow the bindings and flags of its native family). It is the run-start
+	// hook: with in.RunID set, the run with that id is starting (its row is written right after), and
+	// a provider may store per-run state under that id, such as a snapshot.
 	Offer(ctx context.Context, in OfferInput, offered []orchestrator.OfferedTool) ([]orchestrator.OfferedTool, error)
 	// Call runs one call of an offered dynamic tool; call.Args is checked against its schema first.
 	Call(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, call *registry.Call) (string, error)

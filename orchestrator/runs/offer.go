@@ -13,6 +13,7 @@ import (
 
 // OfferInput is what an offer decision may look at: the agent, the run's kind and its config snapshot.
 type OfferInput struct {
+	RunID  string // the id of the run being started ("" for a preview, such as the access views)
 	Agent  orchestrator.Agent
 	Kind   string
 	Config orchestrator.AgentConfig

@@ -45,6 +45,9 @@ type runLock struct {
 
 // StartRequest is what starting a run takes.
 type StartRequest struct {
+	// ID is the run's id when the caller fixes it beforehand (the scheduler does, so a start retried
+	// after a crash cannot make a second run: the id is the runs' primary key); "" means a new one.
+	ID     string
 	Kind   string
 	Config orchestrator.ConfigPatch // overrides the agent's flags for this run
 	Budget *int                     // tool_call_budget; nil means orchestrator.DefaultToolCallBudget
@@ -90,17 +93,26 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 			return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "tool_call_budget must be 1 to %d, got %d", orchestrator.MaxToolCallBudget, budget)
 		}
 	}
+	id := req.ID
+	if id == "" {
+		id = orchestrator.NewID(orchestrator.PrefixRun)
+	} else if !orchestrator.ValidID(id) || !strings.HasPrefix(id, orchestrator.PrefixRun+"_") {
+		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "run id %q must be a %s_ id", id, orchestrator.PrefixRun)
+	}
+	if req.Config.MaxScripts != nil {
+		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "config.max_scripts is the agent's setting, not a run's; change it with PATCH /api/agents/{id}")
+	}
 	agent, err := s.Scopes.GetAgent(ctx, agentID)
 	if err != nil {
 		return orchestrator.Run{}, err
 	}
 	cfg := req.Config.Apply(agent.Config)
-	offered, err := s.offer(ctx, OfferInput{Agent: agent, Kind: req.Kind, Config: cfg})
+	offered, err := s.offer(ctx, OfferInput{RunID: id, Agent: agent, Kind: req.Kind, Config: cfg})
 	if err != nil {
 		return orchestrator.Run{}, err
 	}
 	run := orchestrator.Run{
-		ID: orchestrator.NewID(orchestrator.PrefixRun), AgentID: agent.ID, GuildID: agent.GuildID, OrgID: agent.OrgID,
+		ID: id, AgentID: agent.ID, GuildID: agent.GuildID, OrgID: agent.OrgID,
 		Kind: req.Kind, Status: orchestrator.RunOpen, Config: cfg, ToolCallBudget: budget,
 		OfferedTools: offered, CreatedAt: s.now().Truncate(time.Microsecond),
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -17,19 +18,30 @@ var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 var _ runs.DynamicTools = (*Tools)(nil)
 
-// Offer returns the agent's scripts with parameters as first-class tools of a new run (the name
-// with - written _, the parameters as the input schema) when the run offers script_run: the
-// script tools' binding and config.scripting decide for these too.
+// Offer is the run-start hook. For a starting run (in.RunID set) that offers any script tool it
+// takes the run's snapshot of the agent's scripts, before the run's row is written, and stored so
+// it outlives this process; for a preview it reads the catalog. From that one read it returns the
+// scripts with parameters as first-class tools (the name with - written _, the parameters as the
+// input schema) when the run offers script_run: the script tools' binding and config.scripting
+// decide for these too.
 func (t *Tools) Offer(ctx context.Context, in runs.OfferInput, offered []orchestrator.OfferedTool) ([]orchestrator.OfferedTool, error) {
-	hasRun := false
+	anyTool, hasRun := false, false
 	for _, o := range offered {
-		hasRun = hasRun || (o.Name == "script_run" && o.ConnectionID == "")
+		if o.ConnectionID == "" && slices.Contains(ToolNames, o.Name) {
+			anyTool, hasRun = true, hasRun || o.Name == "script_run"
+		}
 	}
-	if !in.Config.Scripting || !hasRun {
+	if !in.Config.Scripting || !anyTool {
 		return nil, nil
 	}
-	all, err := t.Store.ListScripts(ctx, in.Agent.ID)
-	if err != nil {
+	var all []orchestrator.Script
+	var err error
+	if in.RunID != "" {
+		all, err = t.Store.SnapshotRunScripts(ctx, in.RunID, in.Agent.ID, t.now())
+	} else {
+		all, err = t.Store.ListScripts(ctx, in.Agent.ID)
+	}
+	if err != nil || !hasRun {
 		return nil, err
 	}
 	var out []orchestrator.OfferedTool

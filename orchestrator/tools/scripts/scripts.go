@@ -1,7 +1,9 @@
 // Package scripts holds the script tools (script_create, script_list, script_read, script_run,
-// script_delete): an agent's saved Python scripts, snapshotted per run (source and hash) and run
-// in the agent's sandbox through guilds-script-run, which feeds the arguments object to the
-// script's standard input as JSON and shapes its output like shell.
+// script_delete): an agent's saved Python scripts, snapshotted when a run starts (source and hash,
+// with description and parameters) and run in the agent's sandbox through guilds-script-run, which
+// feeds the arguments object to the script's standard input as JSON and shapes its output like
+// shell. The snapshot is taken in the run-start hook (Offer), which also offers the scripts with
+// parameters as first-class tools from that same snapshot.
 package scripts
 
 import (
@@ -27,9 +29,8 @@ import (
 // Helper is guilds-script-run's path in every sandbox.
 const Helper = sandbox.BinDir + "/guilds-script-run"
 
-// Limits of the script tools.
+// Limits of the script tools (how many scripts an agent keeps is its config's max_scripts).
 const (
-	DefaultMaxScripts   = 10
 	MaxDescriptionChars = 400
 	MaxSourceBytes      = 256 << 10
 	RunTimeout          = 120 * time.Second // the helper stops the script at this
@@ -41,22 +42,27 @@ var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 
 // Store is what the script tools need (postgres.Store implements it).
 type Store interface {
-	PutScript(ctx context.Context, sc orchestrator.Script, max int, now time.Time) (bool, error)
+	// PutScript saves a script in the agent's catalog (refusing a new name past the agent's
+	// max_scripts) and, with runID set, in that run's snapshot, in one transaction.
+	PutScript(ctx context.Context, sc orchestrator.Script, runID string, now time.Time) (bool, error)
 	ListScripts(ctx context.Context, agentID string) ([]orchestrator.Script, error)
-	DeleteScript(ctx context.Context, agentID, name string) error
-	SnapshotRunScripts(ctx context.Context, runID, agentID string, at time.Time) error
-	RunScript(ctx context.Context, runID, name string) (source, hash string, err error)
-	PutRunScript(ctx context.Context, runID, name, source, hash string) error
-	DeleteRunScript(ctx context.Context, runID, name string) error
+	// DeleteScript drops a script from the catalog and, with runID set, from that run's snapshot.
+	DeleteScript(ctx context.Context, agentID, runID, name string) error
+	// SnapshotRunScripts takes (once per run id) and returns the snapshot of a starting run.
+	SnapshotRunScripts(ctx context.Context, runID, agentID string, at time.Time) ([]orchestrator.Script, error)
+	RunScripts(ctx context.Context, runID string) ([]orchestrator.Script, error)
+	RunScript(ctx context.Context, runID, name string) (orchestrator.Script, error)
 }
 
 // Tools serves the five script tools.
 type Tools struct {
-	Store      Store
-	Sandboxes  sandbox.Provider // the agents' sandboxes; nil: script_run and the file side of script_delete fail clearly
-	MaxScripts int              // 0 means DefaultMaxScripts
-	Now        func() time.Time
+	Store     Store
+	Sandboxes sandbox.Provider // the agents' sandboxes; nil: script_run and the file side of script_delete fail clearly
+	Now       func() time.Time
 }
+
+// ToolNames are the five script tools.
+var ToolNames = []string{"script_create", "script_list", "script_read", "script_run", "script_delete"}
 
 func (t *Tools) now() time.Time {
 	if t.Now != nil {
@@ -131,12 +137,12 @@ func decodeName(c *registry.Call, tool string) (string, error) {
 	return in.Name, CheckName(in.Name)
 }
 
-// snapshot takes the run's snapshot on its first script call.
-func (t *Tools) snapshot(ctx context.Context, c *registry.Call) error {
+// needRun refuses a call outside a run: the script tools work on the run's snapshot.
+func needRun(c *registry.Call) error {
 	if c.RunID == "" {
-		return errors.New("script tools need a run")
+		return errors.New("script tools need a run: they work on the run's snapshot of your scripts")
 	}
-	return t.Store.SnapshotRunScripts(ctx, c.RunID, c.AgentID, t.now())
+	return nil
 }
 
 func (t *Tools) create(ctx context.Context, c *registry.Call) (string, error) {
@@ -176,19 +182,12 @@ func (t *Tools) create(ctx context.Context, c *registry.Call) (string, error) {
 	} else {
 		in.Parameters = nil
 	}
-	if err := t.snapshot(ctx, c); err != nil {
+	if err := needRun(c); err != nil {
 		return "", err
-	}
-	max := t.MaxScripts
-	if max <= 0 {
-		max = DefaultMaxScripts
 	}
 	sc := orchestrator.Script{AgentID: c.AgentID, Name: in.Name, Description: desc, Source: in.Source, Parameters: in.Parameters, Hash: hashOf(in.Source)}
-	created, err := t.Store.PutScript(ctx, sc, max, t.now())
+	created, err := t.Store.PutScript(ctx, sc, c.RunID, t.now())
 	if err != nil {
-		return "", err
-	}
-	if err := t.Store.PutRunScript(ctx, c.RunID, sc.Name, sc.Source, sc.Hash); err != nil {
 		return "", err
 	}
 	c.Meta["script"], c.Meta["hash"] = sc.Name, sc.Hash
@@ -199,8 +198,12 @@ func (t *Tools) create(ctx context.Context, c *registry.Call) (string, error) {
 	return fmt.Sprintf("%s script %s (%d lines, sha256 %s); run it with script_run", verb, sc.Name, strings.Count(strings.TrimSuffix(sc.Source, "\n"), "\n")+1, sc.Hash[:12]), nil
 }
 
+// list shows the run's snapshot: the scripts this run can read and run.
 func (t *Tools) list(ctx context.Context, c *registry.Call) (string, error) {
-	all, err := t.Store.ListScripts(ctx, c.AgentID)
+	if err := needRun(c); err != nil {
+		return "", err
+	}
+	all, err := t.Store.RunScripts(ctx, c.RunID)
 	if err != nil {
 		return "", err
 	}
@@ -223,15 +226,15 @@ func (t *Tools) read(ctx context.Context, c *registry.Call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := t.snapshot(ctx, c); err != nil {
+	if err := needRun(c); err != nil {
 		return "", err
 	}
-	src, hash, err := t.Store.RunScript(ctx, c.RunID, name)
+	sc, err := t.Store.RunScript(ctx, c.RunID, name)
 	if err != nil {
 		return "", err
 	}
-	c.Meta["hash"] = hash
-	return fmt.Sprintf("%s.py (sha256 %s)\n%s", name, hash[:12], src), nil
+	c.Meta["hash"] = sc.Hash
+	return fmt.Sprintf("%s.py (sha256 %s)\n%s", name, sc.Hash[:12], sc.Source), nil
 }
 
 // scriptPath is the script's file in the sandbox.
@@ -266,13 +269,14 @@ func (t *Tools) run(ctx context.Context, c *registry.Call) (string, error) {
 
 // Exec runs the run's snapshot of script name with arguments (nil: {}) through guilds-script-run.
 func (t *Tools) Exec(ctx context.Context, c *registry.Call, name string, arguments json.RawMessage) (string, error) {
-	if err := t.snapshot(ctx, c); err != nil {
+	if err := needRun(c); err != nil {
 		return "", err
 	}
-	src, hash, err := t.Store.RunScript(ctx, c.RunID, name)
+	sc, err := t.Store.RunScript(ctx, c.RunID, name)
 	if err != nil {
 		return "", err
 	}
+	src, hash := sc.Source, sc.Hash
 	box, err := t.open(ctx, c, "script_run")
 	if err != nil {
 		return "", err
@@ -304,13 +308,10 @@ func (t *Tools) delete(ctx context.Context, c *registry.Call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := t.snapshot(ctx, c); err != nil {
+	if err := needRun(c); err != nil {
 		return "", err
 	}
-	if err := t.Store.DeleteScript(ctx, c.AgentID, name); err != nil {
-		return "", err
-	}
-	if err := t.Store.DeleteRunScript(ctx, c.RunID, name); err != nil {
+	if err := t.Store.DeleteScript(ctx, c.AgentID, c.RunID, name); err != nil {
 		return "", err
 	}
 	box, err := t.open(ctx, c, "script_delete")

@@ -19,6 +19,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/guildsai/guilds/orchestrator/tools/scripts"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -38,6 +39,7 @@ func helperBin(t *testing.T) string {
 type world struct {
 	t     *testing.T
 	ctx   context.Context
+	pool  *pgxpool.Pool
 	store *postgres.Store
 	svc   *runs.Service
 	sec   *secrets.Service
@@ -45,13 +47,16 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, ctx: context.Background(), store: postgres.NewStore(pgtest.NewDB(t))}
+	w := &world{t: t, ctx: context.Background(), pool: pgtest.NewDB(t)}
+	w.store = postgres.NewStore(w.pool)
 	now := time.Now().UTC()
 	must(t, w.store.CreateOrg(w.ctx, orchestrator.Org{ID: "o1", Name: "O", CreatedAt: now}))
 	must(t, w.store.CreateGuild(w.ctx, orchestrator.Guild{ID: "g1", OrgID: "o1", Name: "G", CreatedAt: now}))
 	noScripting := orchestrator.DefaultAgentConfig()
 	noScripting.Scripting = false
-	for id, cfg := range map[string]orchestrator.AgentConfig{"a1": orchestrator.DefaultAgentConfig(), "a2": noScripting} {
+	three := orchestrator.DefaultAgentConfig()
+	three.MaxScripts = 3
+	for id, cfg := range map[string]orchestrator.AgentConfig{"a1": three, "a2": noScripting, "a3": orchestrator.DefaultAgentConfig()} {
 		must(t, w.store.CreateAgent(w.ctx, orchestrator.Agent{ID: id, GuildID: "g1", OrgID: "o1", Name: id, Config: cfg, CreatedAt: now, UpdatedAt: now}))
 	}
 	box, err := sealed.FromString(sealed.GenerateKey())
@@ -59,11 +64,13 @@ func newWorld(t *testing.T) *world {
 	w.sec = &secrets.Service{Store: w.store, Box: box}
 	w.box = &sandbox.Local{Root: t.TempDir(), BinDir: helperBin(t)}
 	reg := registry.New()
-	tools := &scripts.Tools{Store: w.store, Sandboxes: w.box, MaxScripts: 3}
+	tools := &scripts.Tools{Store: w.store, Sandboxes: w.box}
 	must(t, tools.Register(reg))
 	w.svc = &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: runs.DefaultOffer{}, Secrets: w.sec, Dynamic: tools}
 	return w
 }
+
+func (w *world) now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 func (w *world) run(agent string) string {
 	w.t.Helper()
@@ -219,7 +226,7 @@ func TestParameterisedScriptTool(t *testing.T) {
 	}
 	// config.scripting false: not offered, even for an agent holding a parameterised script.
 	_, err := w.store.PutScript(w.ctx, orchestrator.Script{AgentID: "a2", Name: "get-weather", Description: "d", Source: "print(1)",
-		Parameters: json.RawMessage(`{"type":"object"}`), Hash: "h"}, 10, time.Now())
+		Parameters: json.RawMessage(`{"type":"object"}`), Hash: "h"}, "", time.Now())
 	must(t, err)
 	if _, ok := offered(w.run("a2"))["get_weather"]; ok {
 		t.Fatal("offered with scripting off")
