@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -87,17 +88,30 @@ func (s *Store) DeleteSchedule(ctx context.Context, agentID, id string) error {
 	return nil
 }
 
-// FireFunc starts the run of one due schedule and returns the run id ("" when none was started)
-// and the schedule's next wake-up after now.
-type FireFunc func(ctx context.Context, sc orchestrator.Schedule) (runID string, next *time.Time, err error)
+// Wakeup is a claimed wake-up of a schedule, waiting for its run: the run will have RunID.
+type Wakeup struct {
+	ScheduleID  string
+	DueAt       time.Time
+	RunID       string
+	AgentID     string
+	Instruction string
+	ClaimedAt   time.Time
+	Attempts    int // failed starts so far
+}
 
-// FireDue locks up to limit active schedules due at now, skipping rows another process holds
-// (FOR UPDATE SKIP LOCKED), calls fire for each while the lock is held, then advances next_run_at
-// and records the firing in the same transaction, so a due schedule fires once however many
-// schedulers share the database. It returns how many runs were started.
-func (s *Store) FireDue(ctx context.Context, now time.Time, limit int, fire FireFunc) (int, error) {
-	fired := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+// NextFunc returns a schedule's next wake-up after the claim's now (nil: it has none).
+type NextFunc func(sc orchestrator.Schedule) *time.Time
+
+// ClaimDue locks up to limit active schedules due at now, skipping rows another process holds
+// (FOR UPDATE SKIP LOCKED), and in that one transaction advances each one's next_run_at to next(sc)
+// and writes its pending wake-up, keyed by (schedule_id, due_at) and carrying the id of the run
+// it will start. So a due wake-up is claimed once however many schedulers share the database, and
+// a crash cannot separate the claim from the advance. A schedule whose earlier wake-up is still
+// pending (its run has not started yet, say after a crash and downtime) gets no second one: the
+// missed wake-ups fold into it, one run, not a burst. It returns how many schedules it advanced and
+// how many wake-ups it wrote.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next NextFunc) (advanced, claimed int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT "+scheduleColumns+` FROM schedules
 			WHERE status = 'active' AND next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, now, limit)
 		if err != nil {
@@ -107,30 +121,100 @@ func (s *Store) FireDue(ctx context.Context, now time.Time, limit int, fire Fire
 		if err != nil {
 			return err
 		}
+		advanced, claimed = 0, 0
 		for _, sc := range due {
-			runID, next, err := fire(ctx, sc)
+			if _, err := tx.Exec(ctx, "UPDATE schedules SET next_run_at = $2, last_run_at = $3, updated_at = $3 WHERE id = $1", sc.ID, next(sc), now); err != nil {
+				return err
+			}
+			advanced++
+			tag, err := tx.Exec(ctx, `INSERT INTO schedule_wakeups (schedule_id, due_at, run_id, agent_id, instruction, claimed_at)
+				SELECT $1, $2, $3, $4, $5, $6
+				WHERE NOT EXISTS (SELECT 1 FROM schedule_wakeups WHERE schedule_id = $1 AND state = 'pending')
+				ON CONFLICT (schedule_id, due_at) DO NOTHING`,
+				sc.ID, sc.NextRunAt, orchestrator.NewID(orchestrator.PrefixRun), sc.AgentID, sc.Instruction, now)
 			if err != nil {
-				return fmt.Errorf("fire schedule %s: %w", sc.ID, err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE schedules SET next_run_at = $2, last_run_at = $3, last_run_id = coalesce(NULLIF($4, ''), last_run_id), updated_at = $3
-				WHERE id = $1`, sc.ID, next, now, runID); err != nil {
 				return err
 			}
-			if runID == "" {
-				continue
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schedule_firings (run_id, schedule_id, instruction, due_at, fired_at) VALUES ($1, $2, $3, $4, $5)",
-				runID, sc.ID, sc.Instruction, sc.NextRunAt, now); err != nil {
-				return err
-			}
-			fired++
+			claimed += int(tag.RowsAffected())
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("fire due schedules: %w", err)
+		return 0, 0, fmt.Errorf("claim due schedules: %w", err)
 	}
-	return fired, nil
+	return advanced, claimed, nil
+}
+
+// StartFunc starts the run of a wake-up under w.RunID. It must be idempotent: when the run
+// already exists (a start that got that far before a crash) it reports success.
+type StartFunc func(ctx context.Context, w Wakeup) error
+
+// MaxWakeupAttempts is how many failed starts a wake-up gets before it is kept as failed.
+const MaxWakeupAttempts = 5
+
+// StartWakeups locks up to limit pending wake-ups, oldest first, skipping rows another process
+// holds, and calls start for each. A started one is recorded as a firing (with the schedule's
+// last_run_id) and dropped in the same transaction; should that transaction not commit, the wake-up
+// stays pending and the next try finds its run, so the wake-up is neither lost nor doubled. A failed
+// start counts an attempt and keeps the reason; it is given up (state failed) after
+// MaxWakeupAttempts, or at once when final(err). It returns how many wake-ups it took and how many
+// of them started.
+func (s *Store) StartWakeups(ctx context.Context, now time.Time, limit int, start StartFunc, final func(error) bool) (taken, started int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT schedule_id, due_at, run_id, agent_id, instruction, claimed_at, attempts FROM schedule_wakeups
+			WHERE state = 'pending' ORDER BY claimed_at, schedule_id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		if err != nil {
+			return err
+		}
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Wakeup, error) {
+			var w Wakeup
+			return w, r.Scan(&w.ScheduleID, &w.DueAt, &w.RunID, &w.AgentID, &w.Instruction, &w.ClaimedAt, &w.Attempts)
+		})
+		if err != nil {
+			return err
+		}
+		taken, started = len(pending), 0
+		for _, w := range pending {
+			if serr := start(ctx, w); serr != nil {
+				if ctx.Err() != nil {
+					return serr
+				}
+				state := "pending"
+				if w.Attempts+1 >= MaxWakeupAttempts || (final != nil && final(serr)) {
+					state = "failed"
+				}
+				if _, err := tx.Exec(ctx, "UPDATE schedule_wakeups SET attempts = attempts + 1, last_error = $3, state = $4 WHERE schedule_id = $1 AND due_at = $2",
+					w.ScheduleID, w.DueAt, clipError(serr.Error()), state); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schedule_firings (run_id, schedule_id, instruction, due_at, fired_at) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (run_id) DO NOTHING`, w.RunID, w.ScheduleID, w.Instruction, w.DueAt, now); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "UPDATE schedules SET last_run_id = $2 WHERE id = $1", w.ScheduleID, w.RunID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "DELETE FROM schedule_wakeups WHERE schedule_id = $1 AND due_at = $2", w.ScheduleID, w.DueAt); err != nil {
+				return err
+			}
+			started++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("start claimed wake-ups: %w", err)
+	}
+	return taken, started, nil
+}
+
+// clipError bounds a stored error text.
+func clipError(s string) string {
+	if len(s) > 2000 {
+		return strings.ToValidUTF8(s[:2000], "") + "…"
+	}
+	return s
 }
 
 // ListFirings lists a schedule's firings, newest first.

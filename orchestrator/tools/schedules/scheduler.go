@@ -6,24 +6,30 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
 
 // DefaultInterval is how often the scheduler looks for due schedules.
 const DefaultInterval = 15 * time.Second
 
-// batch is how many due schedules one transaction fires at most.
+// batch is how many schedules or wake-ups one transaction handles at most.
 const batch = 50
 
-// RunStarter starts runs (runs.Service implements it).
+// RunStarter starts runs and reads them back (runs.Service implements it).
 type RunStarter interface {
 	StartRun(ctx context.Context, agentID string, req runs.StartRequest) (orchestrator.Run, error)
+	GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 }
 
-// Scheduler fires due schedules as schedule-triggered runs. Several schedulers may share one
-// database: row locks with SKIP LOCKED hand each due schedule to exactly one of them. After
-// downtime a schedule that missed several wake-ups fires once, and its next wake-up is computed
-// from now.
+// Scheduler fires due schedules as schedule-triggered runs, exactly once per wake-up even with
+// several schedulers on one database and across crashes. A tick has two steps. Claim: one
+// transaction locks the due schedules (FOR UPDATE SKIP LOCKED), advances each one's next_run_at and
+// writes its wake-up, keyed by (schedule_id, due_at), with the id its run will have. Start: each
+// pending wake-up starts its run under that id, and the firing is recorded as the wake-up is
+// dropped; since the id is the runs' primary key, a start retried after a crash finds the run
+// instead of making a second one. After downtime a schedule that missed several wake-ups fires
+// once, and its next wake-up is computed from now.
 type Scheduler struct {
 	Store    Store
 	Runs     RunStarter
@@ -39,39 +45,69 @@ func (s *Scheduler) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Tick fires every schedule due now and returns how many runs it started.
+// Tick claims every schedule due now, then starts the runs of the pending wake-ups (its own and
+// any a crashed scheduler left), and returns how many runs it started.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	now := time.Now().UTC()
 	if s.Now != nil {
 		now = s.Now().UTC()
 	}
 	now = now.Truncate(time.Microsecond)
-	total := 0
 	for {
-		n, err := s.Store.FireDue(ctx, now, batch, func(ctx context.Context, sc orchestrator.Schedule) (string, *time.Time, error) {
+		advanced, claimed, err := s.Store.ClaimDue(ctx, now, batch, func(sc orchestrator.Schedule) *time.Time {
 			next, err := NextAfter(sc, now)
 			if err != nil {
 				s.log().Error("schedule cannot compute its next wake-up; it stops", "schedule_id", sc.ID, "err", err.Error())
-				next = nil
+				return nil
 			}
-			run, err := s.Runs.StartRun(ctx, sc.AgentID, runs.StartRequest{Kind: orchestrator.KindSchedule})
-			if err != nil {
-				// The wake-up is skipped, not retried every tick: the next one is computed from now.
-				s.log().Error("schedule run did not start", "schedule_id", sc.ID, "agent_id", sc.AgentID, "err", err.Error())
-				return "", next, nil
-			}
-			s.log().Info("schedule fired", "schedule_id", sc.ID, "run_id", run.ID, "due_at", sc.NextRunAt)
-			return run.ID, next, nil
+			return next
 		})
-		total += n
+		if err != nil {
+			return 0, err
+		}
+		if folded := advanced - claimed; folded > 0 {
+			s.log().Warn("due schedules whose earlier wake-up has not started yet: folded into it", "schedules", folded)
+		}
+		if advanced < batch {
+			break
+		}
+	}
+	total := 0
+	for {
+		taken, started, err := s.Store.StartWakeups(ctx, now, batch, s.start, final)
+		total += started
 		if err != nil {
 			return total, err
 		}
-		if n < batch {
-			return total, nil
+		if taken < batch || started < taken {
+			return total, nil // the rest (and the retries) on the next tick
 		}
 	}
 }
+
+// start starts the run of a wake-up under its fixed id; a run that already exists (an earlier start
+// of this wake-up got that far) counts as started.
+func (s *Scheduler) start(ctx context.Context, w postgres.Wakeup) error {
+	if _, err := s.Runs.GetRun(ctx, w.RunID); err == nil {
+		s.log().Info("schedule wake-up found its run started already", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)
+		return nil
+	} else if orchestrator.ErrorCode(err) != orchestrator.ENOTFOUND {
+		return err
+	}
+	if _, err := s.Runs.StartRun(ctx, w.AgentID, runs.StartRequest{ID: w.RunID, Kind: orchestrator.KindSchedule}); err != nil {
+		if _, gerr := s.Runs.GetRun(ctx, w.RunID); gerr == nil {
+			return nil // another start of the same wake-up wrote the run first
+		}
+		s.log().Error("schedule run did not start", "schedule_id", w.ScheduleID, "agent_id", w.AgentID, "run_id", w.RunID, "attempt", w.Attempts+1, "err", err.Error())
+		return err
+	}
+	s.log().Info("schedule fired", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)
+	return nil
+}
+
+// final reports whether a failed start will fail again however often it is retried: anything but
+// an internal error (the agent is gone, its config refuses the run).
+func final(err error) bool { return orchestrator.ErrorCode(err) != orchestrator.EINTERNAL }
 
 // Run ticks every Interval until ctx is done.
 func (s *Scheduler) Run(ctx context.Context) {

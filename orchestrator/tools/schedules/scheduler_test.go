@@ -3,6 +3,7 @@ package schedules_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -134,35 +135,38 @@ func TestScheduleTools(t *testing.T) {
 	}
 }
 
-// TestSchedulerFiresOnceAndCatchesUp: two schedulers racing on one database start exactly one run
-// per due schedule; a schedule that missed hours of wake-ups fires once, carrying its instruction,
-// and its next wake-up is after now.
+// TestSchedulerFiresOnceAndCatchesUp: three schedulers racing on one database start exactly one
+// run per due wake-up, round after round; a schedule that missed hours of wake-ups fires once,
+// carrying its instruction, and its next wake-up is after now.
 func TestSchedulerFiresOnceAndCatchesUp(t *testing.T) {
 	w := newWorld(t)
-	const n = 40
+	const n = 60
 	for i := 0; i < n; i++ {
 		agent := []string{"a1", "a2"}[i%2]
 		w.ok(agent, "schedule_create_cron", `{"cron":"*/5 * * * *","description":"s","instruction":"wake `+agent+`"}`)
 	}
-	w.clk.add(3 * time.Hour) // downtime: 36 missed wake-ups each
-	var wg sync.WaitGroup
-	var started atomic.Int64
-	for _, s := range []*schedules.Scheduler{w.scheduler(), w.scheduler(), w.scheduler()} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; k < 3; k++ {
-				got, err := s.Tick(w.ctx)
-				if err != nil {
-					t.Error(err)
+	race := func(round int) int64 {
+		var wg sync.WaitGroup
+		var started atomic.Int64
+		for _, s := range []*schedules.Scheduler{w.scheduler(), w.scheduler(), w.scheduler()} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < 3; k++ {
+					got, err := s.Tick(w.ctx)
+					if err != nil {
+						t.Errorf("round %d: %v", round, err)
+					}
+					started.Add(int64(got))
 				}
-				started.Add(int64(got))
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		return started.Load()
 	}
-	wg.Wait()
-	if started.Load() != n {
-		t.Fatalf("schedulers report %d runs, want %d", started.Load(), n)
+	w.clk.add(3 * time.Hour) // downtime: 36 missed wake-ups each
+	if got := race(0); got != n {
+		t.Fatalf("schedulers report %d runs, want %d", got, n)
 	}
 	if got := w.count("SELECT count(*) FROM runs WHERE kind = 'schedule'"); got != n {
 		t.Fatalf("%d schedule runs, want %d", got, n)
@@ -180,9 +184,167 @@ func TestSchedulerFiresOnceAndCatchesUp(t *testing.T) {
 	if got, _ := w.scheduler().Tick(w.ctx); got != 0 {
 		t.Fatalf("fired %d again", got)
 	}
+	// Every next wake-up, raced again: one run each, never two for one (schedule, due time).
+	for round := 1; round <= 3; round++ {
+		w.clk.add(5 * time.Minute)
+		if got := race(round); got != n {
+			t.Fatalf("round %d: next wake-up fired %d, want %d", round, got, n)
+		}
+		if got := w.count("SELECT count(*) FROM runs WHERE kind = 'schedule'"); got != n*(round+1) {
+			t.Fatalf("round %d: %d schedule runs, want %d", round, got, n*(round+1))
+		}
+	}
+	if got := w.count("SELECT count(*) FROM (SELECT DISTINCT schedule_id, due_at FROM schedule_firings) f"); got != 4*n {
+		t.Fatalf("%d distinct (schedule, due time) firings, want %d", got, 4*n)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups"); got != 0 {
+		t.Fatalf("%d wake-ups left", got)
+	}
+	if got := w.count("SELECT count(*) FROM schedules s JOIN schedule_firings f ON f.run_id = s.last_run_id"); got != n {
+		t.Fatalf("%d schedules name their last run, want %d", got, n)
+	}
+}
+
+// injected wraps the runs service with failures at the points a crash or an outage would hit.
+type injected struct {
+	schedules.RunStarter
+	mu         sync.Mutex
+	failStarts int          // this many StartRun calls fail with an internal error before doing anything
+	failWith   error        // when set, every StartRun fails with it before doing anything
+	afterStart func() error // after a successful StartRun: its error replaces the success (a crash right after the run row)
+}
+
+func (i *injected) StartRun(ctx context.Context, agentID string, req runs.StartRequest) (orchestrator.Run, error) {
+	i.mu.Lock()
+	fail := i.failStarts > 0
+	if fail {
+		i.failStarts--
+	}
+	i.mu.Unlock()
+	switch {
+	case fail:
+		return orchestrator.Run{}, errors.New("injected: connection refused")
+	case i.failWith != nil:
+		return orchestrator.Run{}, i.failWith
+	}
+	r, err := i.RunStarter.StartRun(ctx, agentID, req)
+	if err == nil && i.afterStart != nil {
+		return r, i.afterStart()
+	}
+	return r, err
+}
+
+// TestSchedulerCrashBetweenClaimAndStart: a scheduler claims due wake-ups and dies before starting
+// their runs; after hours of downtime a fresh scheduler starts each claimed wake-up once (the
+// missed wake-ups fold into it, no burst), and nothing is lost.
+func TestSchedulerCrashBetweenClaimAndStart(t *testing.T) {
+	w := newWorld(t)
+	const n = 5
+	for i := 0; i < n; i++ {
+		w.ok("a1", "schedule_create_cron", `{"cron":"*/5 * * * *","description":"s","instruction":"go"}`)
+	}
+	w.clk.add(5 * time.Minute) // 08:07: the 08:05 wake-ups are due
+	due := time.Date(2027, 5, 3, 8, 5, 0, 0, time.UTC)
+	advanced, claimed, err := w.store.ClaimDue(w.ctx, w.clk.now(), 50, func(sc orchestrator.Schedule) *time.Time {
+		next, _ := schedules.NextAfter(sc, w.clk.now())
+		return next
+	})
+	must(t, err)
+	// The crash: the claim committed, no run was started.
+	if advanced != n || claimed != n || w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'pending' AND due_at = $1", due) != n || w.count("SELECT count(*) FROM runs") != 0 {
+		t.Fatalf("after the claim: advanced %d, claimed %d, %d pending, %d runs", advanced, claimed, w.count("SELECT count(*) FROM schedule_wakeups"), w.count("SELECT count(*) FROM runs"))
+	}
+	w.clk.add(3 * time.Hour) // downtime
+	// The first start after the restart hits an outage: the wake-ups stay pending, with the reason.
+	flaky := &injected{RunStarter: w.svc, failStarts: n}
+	s := w.scheduler()
+	s.Runs = flaky
+	if got, err := s.Tick(w.ctx); err != nil || got != 0 {
+		t.Fatalf("tick during the outage: %d %v", got, err)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'pending' AND attempts = 1 AND last_error LIKE '%connection refused%' AND due_at = $1", due); got != n {
+		t.Fatalf("%d wake-ups kept pending with their first failure, want %d", got, n)
+	}
+	if got, err := s.Tick(w.ctx); err != nil || got != n {
+		t.Fatalf("tick after the outage: %d %v, want %d", got, err, n)
+	}
+	if got := w.count("SELECT count(*) FROM runs WHERE kind = 'schedule'"); got != n {
+		t.Fatalf("%d runs, want %d (one per claimed wake-up, none for the missed ones)", got, n)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_firings WHERE due_at = $1", due); got != n {
+		t.Fatalf("%d firings of the claimed wake-ups, want %d", got, n)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups"); got != 0 {
+		t.Fatalf("%d wake-ups left", got)
+	}
+	if got := w.count("SELECT count(*) FROM schedules WHERE next_run_at <= $1", w.clk.now()); got != 0 {
+		t.Fatalf("%d schedules still due", got)
+	}
+}
+
+// TestSchedulerCrashAfterRunStarted: the run is written, then the process dies before the firing
+// is recorded (the transaction that drops the wake-up never commits). The next scheduler finds the
+// run under the wake-up's id and records the firing: one run, not two.
+func TestSchedulerCrashAfterRunStarted(t *testing.T) {
+	w := newWorld(t)
+	w.ok("a1", "schedule_create_cron", `{"cron":"*/5 * * * *","description":"s","instruction":"once"}`)
 	w.clk.add(5 * time.Minute)
-	if got, _ := w.scheduler().Tick(w.ctx); got != n {
-		t.Fatalf("next wake-up fired %d, want %d", got, n)
+	ctx, crash := context.WithCancel(w.ctx)
+	defer crash()
+	s := w.scheduler()
+	s.Runs = &injected{RunStarter: w.svc, afterStart: func() error { crash(); return context.Canceled }}
+	if _, err := s.Tick(ctx); err == nil {
+		t.Fatal("the crashed tick reported success")
+	}
+	if w.count("SELECT count(*) FROM runs") != 1 || w.count("SELECT count(*) FROM schedule_firings") != 0 || w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'pending'") != 1 {
+		t.Fatalf("after the crash: %d runs, %d firings, %d pending", w.count("SELECT count(*) FROM runs"), w.count("SELECT count(*) FROM schedule_firings"), w.count("SELECT count(*) FROM schedule_wakeups"))
+	}
+	w.clk.add(time.Minute) // restarted a minute later; the schedule is not due again yet
+	if got, err := w.scheduler().Tick(w.ctx); err != nil || got != 1 {
+		t.Fatalf("recovery tick: %d %v, want the one wake-up", got, err)
+	}
+	if got := w.count("SELECT count(*) FROM runs"); got != 1 {
+		t.Fatalf("%d runs after recovery, want 1", got)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_firings f JOIN runs r ON r.id = f.run_id WHERE f.instruction = 'once'"); got != 1 {
+		t.Fatalf("%d firings recorded for the run, want 1", got)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups"); got != 0 {
+		t.Fatalf("%d wake-ups left", got)
+	}
+}
+
+// TestSchedulerGivesUpAFailingWakeup: a start that cannot succeed (a refusal, not an outage) is
+// kept as failed with its reason at once; an outage is retried MaxWakeupAttempts times. The
+// schedule itself keeps firing at its next wake-up.
+func TestSchedulerGivesUpAFailingWakeup(t *testing.T) {
+	w := newWorld(t)
+	w.ok("a1", "schedule_create_cron", `{"cron":"*/5 * * * *","description":"s"}`)
+	w.clk.add(5 * time.Minute)
+	s := w.scheduler()
+	s.Runs = &injected{RunStarter: w.svc, failWith: orchestrator.Errorf(orchestrator.EINVALID, "injected refusal")}
+	if got, err := s.Tick(w.ctx); err != nil || got != 0 {
+		t.Fatalf("refused tick: %d %v", got, err)
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'failed' AND attempts = 1 AND last_error LIKE '%injected refusal%'"); got != 1 {
+		t.Fatalf("%d failed wake-ups, want 1", got)
+	}
+	s.Runs = &injected{RunStarter: w.svc, failStarts: 100}
+	w.clk.add(5 * time.Minute)
+	for k := 0; k < postgres.MaxWakeupAttempts+2; k++ {
+		if got, err := s.Tick(w.ctx); err != nil || got != 0 {
+			t.Fatalf("outage tick %d: %d %v", k, got, err)
+		}
+	}
+	if got := w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'failed' AND attempts = $1", postgres.MaxWakeupAttempts); got != 1 {
+		t.Fatalf("%d wake-ups given up after %d attempts, want 1", got, postgres.MaxWakeupAttempts)
+	}
+	w.clk.add(5 * time.Minute)
+	if got, err := w.scheduler().Tick(w.ctx); err != nil || got != 1 {
+		t.Fatalf("next wake-up after the failures: %d %v", got, err)
+	}
+	if got := w.count("SELECT count(*) FROM runs"); got != 1 {
+		t.Fatalf("%d runs, want 1", got)
 	}
 }
 
