@@ -2,10 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestBrowsersOnePerAgent(t *testing.T) {
@@ -44,5 +47,58 @@ func TestBrowsersOnePerAgent(t *testing.T) {
 	again, err := b.CDPURL(ctx, "agt_1")
 	if err != nil || again == "" {
 		t.Fatalf("restart after Stop: %q %v", again, err)
+	}
+}
+
+// TestBrowserIdleStop: a browser nobody used for Idle is stopped and starts again on the next
+// call; one held by a call in progress is not.
+func TestBrowserIdleStop(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed: run `make setup`")
+	}
+	ctx := context.Background()
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			logs := &syncCapped{c: capped{limit: 1 << 20}}
+			b := &Browsers{Provider: p, Idle: 700 * time.Millisecond, Log: slog.New(slog.NewTextHandler(logs, nil))}
+			defer b.Close()
+			answers := func(u string) bool {
+				resp, err := (&http.Client{Timeout: time.Second}).Get(u + "/json/version")
+				if err == nil {
+					resp.Body.Close()
+				}
+				return err == nil
+			}
+			// Held by a call for three idle periods: it stays.
+			u, release, err := b.Acquire(ctx, "agt_idle")
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * b.Idle)
+			if !answers(u) {
+				t.Fatal("a browser in use was stopped for idleness")
+			}
+			release()
+			release() // a second release is harmless
+			// Calls within the period keep it alive.
+			for i := 0; i < 3; i++ {
+				time.Sleep(b.Idle / 2)
+				if again, err := b.CDPURL(ctx, "agt_idle"); err != nil || again != u {
+					t.Fatalf("call within the idle period: %q %v (want %q)", again, err, u)
+				}
+			}
+			// Stopping waits for Chromium's exit and its daemon's: the log line comes last.
+			deadline := time.Now().Add(b.Idle + 15*time.Second)
+			for !strings.Contains(logs.String(), "browser stopped after being idle") && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if answers(u) || !strings.Contains(logs.String(), "browser stopped after being idle") {
+				t.Fatalf("the idle browser was not stopped; log: %s", logs.String())
+			}
+			u2, err := b.CDPURL(ctx, "agt_idle")
+			if err != nil || !answers(u2) {
+				t.Fatalf("restart after the idle stop: %q %v", u2, err)
+			}
+		})
 	}
 }

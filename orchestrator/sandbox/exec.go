@@ -74,6 +74,26 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// ReadFrom reads r to its end through Write, so io.Copy keeps the limit (bytes.Buffer's own
+// ReadFrom would not).
+func (c *capped) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			c.Write(buf[:k])
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 // Process is a long-lived command a sandbox started, in its own process group.
 type Process struct {
 	Pid    int // in the sandbox's PID namespace

@@ -148,3 +148,43 @@ func TestUnavailableSandboxAndBrowser(t *testing.T) {
 		t.Fatalf("missing chromium: %v", err)
 	}
 }
+
+// TestRequestFileRemovedWhenHelperDies: a helper that dies before reading its request file (or is
+// stopped at its timeout) leaves no file behind; the orchestrator removes it after the call.
+func TestRequestFileRemovedWhenHelperDies(t *testing.T) {
+	ctx := context.Background()
+	for kind, p := range protoProviders(t) {
+		t.Run(kind, func(t *testing.T) {
+			box, err := p.Open(ctx, "agt_d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin := ""
+			switch p := p.(type) {
+			case *Local:
+				bin = p.BinDir
+			case *Bubblewrap:
+				bin = p.BinDir
+			}
+			// guilds-proto-die exits at once; guilds-proto-hang never reads and is stopped. (Both
+			// exist before the sandbox's first call, which binds the helpers in.)
+			os.WriteFile(filepath.Join(bin, "guilds-proto-die"), []byte("#!/bin/bash\necho dying >&2\nexit 3\n"), 0o755)
+			os.WriteFile(filepath.Join(bin, "guilds-proto-hang"), []byte("#!/bin/bash\nsleep 30\n"), 0o755)
+			big := json.RawMessage(`{"content":"` + strings.Repeat("q", 70<<10) + `"}`)
+			for _, tc := range []struct{ helper, want string }{
+				{"guilds-proto-die", "exit status 3"},
+				{"guilds-proto-hang", "did not answer within"},
+			} {
+				req := envelope.Request{Tool: "file_write", Args: big, RunID: "r1", CallID: "c_" + tc.helper[13:], Seq: 1}
+				_, err := CallHelper(ctx, box, BinDir+"/"+tc.helper, req, nil, 500*time.Millisecond)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: %v", tc.helper, err)
+				}
+				file := box.Places().RunDir + "/requests/" + req.CallID + ".json"
+				if _, err := box.ReadFile(ctx, file); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("%s: request file still there (%v)", tc.helper, err)
+				}
+			}
+		})
+	}
+}

@@ -209,3 +209,55 @@ func mustExec(t *testing.T, box Sandbox, req ExecRequest) ExecResult {
 	}
 	return res
 }
+
+func TestFileAPIRemove(t *testing.T) {
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(outside, []byte("untouched"), 0o644)
+	for kind, p := range providers(t) {
+		t.Run(kind, func(t *testing.T) {
+			box, err := p.Open(ctx, "agt_rm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := box.Places()
+			file := pl.RunDir + "/requests/c1.json"
+			if err := box.WriteFile(ctx, file, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := box.Remove(ctx, file); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := box.ReadFile(ctx, file); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("removed file still reads: %v", err)
+			}
+			if err := box.Remove(ctx, file); err != nil {
+				t.Fatalf("a missing file is not an error: %v", err)
+			}
+			// A planted link is removed itself; its target and a linked folder's contents are safe.
+			host := map[string]string{}
+			switch p := p.(type) {
+			case *Local:
+				host["run"] = filepath.Join(p.Root, "agt_rm", "run")
+			case *Bubblewrap:
+				host["run"] = filepath.Join(p.Root, "agt_rm", "run")
+			}
+			os.Symlink(outside, filepath.Join(host["run"], "requests", "link.json"))
+			os.Symlink(filepath.Dir(outside), filepath.Join(host["run"], "evil"))
+			if err := box.Remove(ctx, pl.RunDir+"/requests/link.json"); err != nil {
+				t.Fatal(err)
+			}
+			if err := box.Remove(ctx, pl.RunDir+"/evil/victim"); err == nil {
+				t.Error("remove through a linked folder was allowed")
+			}
+			if b, _ := os.ReadFile(outside); string(b) != "untouched" {
+				t.Fatalf("file outside the sandbox changed: %q", b)
+			}
+			for _, bad := range []string{"/etc/passwd", pl.RunDir, pl.Home, "relative", pl.Home + "/../x"} {
+				if err := box.Remove(ctx, bad); err == nil {
+					t.Errorf("Remove(%q) was allowed", bad)
+				}
+			}
+		})
+	}
+}

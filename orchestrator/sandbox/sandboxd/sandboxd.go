@@ -77,7 +77,14 @@ func Serve(ctl *net.UnixConn, log io.Writer) error {
 	// Outside a PID namespace (tests) orphans still come to this process.
 	_ = setSubreaper()
 	// Signals from inside the sandbox do not stop it; the orchestrator closes the control socket.
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// They are caught and dropped, not ignored: an ignored signal would stay ignored in every
+	// command the server starts.
+	stops := make(chan os.Signal, 1)
+	signal.Notify(stops, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for range stops {
+		}
+	}()
 	children := make(chan os.Signal, 1)
 	signal.Notify(children, syscall.SIGCHLD)
 	go s.reap(children)

@@ -28,6 +28,7 @@ func BenchmarkFileReadRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Skipf("bubblewrap is required for this benchmark: %v", err)
 	}
+	defer bw.Close()
 	const reps = 40
 	e := newEnv(b, bw)
 	agentID, run := e.startRun(map[string]any{"coding": true})

@@ -303,6 +303,24 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 				t.Fatalf("timeout: %q %v after %s", res, meta, time.Since(start))
 			}
 
+			// A background command outlives its call, keeps running across calls, and its exit code is
+			// recorded by the helper's supervisor (in bubblewrap, the sandbox's exec server reaps it).
+			res, meta = e.call(runID, "shell", map[string]any{"command": "sleep 1; echo bg-done; exit 3", "background": true})
+			bgID, _ := meta["background_id"].(string)
+			if bgID == "" || meta["state"] != "running" {
+				t.Fatalf("background start: %q %v", res, meta)
+			}
+			if _, meta = e.call(runID, "shell_status", map[string]any{"id": bgID}); meta["state"] != "running" {
+				t.Fatalf("background status right after its start: %v", meta)
+			}
+			for i := 0; i < 100 && meta["state"] == "running"; i++ {
+				time.Sleep(100 * time.Millisecond)
+				res, meta = e.call(runID, "shell_status", map[string]any{"id": bgID})
+			}
+			if meta["state"] != "exited 3" || meta["exit_code"] != 3.0 || !strings.Contains(res, "bg-done") {
+				t.Fatalf("background end: %q %v", res, meta)
+			}
+
 			// A generation close records the exploration figures of a fresh coding run of the agent.
 			run2 := e.do(201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"coding": true}})
 			run2ID := run2["id"].(string)

@@ -1,0 +1,246 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bwrapOnly returns a bubblewrap provider over fresh folders with the fake helper and the exec
+// server, logging to logs, or skips when bwrap is missing.
+func bwrapOnly(t *testing.T, logs *syncCapped) *Bubblewrap {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bw, err := NewBubblewrap(t.TempDir(), bin, "")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	withServer(t, bin)
+	if logs != nil {
+		bw.Log = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	t.Cleanup(func() { bw.Close() })
+	return bw
+}
+
+// gone waits up to 5 s for no process whose command line holds marker to remain.
+func gone(t *testing.T, marker string) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := exec.Command("pgrep", "-af", marker).Output()
+	t.Fatalf("processes %q remain: %s", marker, out)
+}
+
+func TestServerConcurrentCallsStartOneSandbox(t *testing.T) {
+	logs := &syncCapped{c: capped{limit: 1 << 20}}
+	bw := bwrapOnly(t, logs)
+	box, err := bw.Open(context.Background(), "agt_c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	pids := make([]string, 12)
+	for i := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// $PPID is the exec server: the same PID 1 for every call of the agent.
+			res, err := box.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", "echo $PPID; read x; echo $x", "sh"}, Stdin: []byte(strconv.Itoa(i) + "\n")})
+			if err != nil || res.ExitCode != 0 {
+				t.Errorf("call %d: %v %+v", i, err, res)
+				return
+			}
+			lines := strings.Fields(string(res.Stdout))
+			if len(lines) != 2 || lines[1] != strconv.Itoa(i) {
+				t.Errorf("call %d got %q", i, res.Stdout)
+				return
+			}
+			pids[i] = lines[0]
+		}()
+	}
+	wg.Wait()
+	for i, p := range pids {
+		if p != "1" {
+			t.Errorf("call %d ran under pid %s, want the exec server (1)", i, p)
+		}
+	}
+	if n := strings.Count(logs.String(), "sandbox started"); n != 1 {
+		t.Fatalf("%d sandboxes started for one agent, want 1:\n%s", n, logs.String())
+	}
+}
+
+func TestServerRestartsAfterItDied(t *testing.T) {
+	logs := &syncCapped{c: capped{limit: 1 << 20}}
+	bw := bwrapOnly(t, logs)
+	ctx := context.Background()
+	box, _ := bw.Open(ctx, "agt_r")
+	mustExec(t, box, ExecRequest{Argv: []string{"true"}})
+	bw.mu.Lock()
+	srv := bw.servers["agt_r"].srv
+	bw.mu.Unlock()
+	// The server is bwrap's child (PID 1 of the sandbox); SIGKILL it from the host.
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", srv.cmd.Process.Pid, srv.cmd.Process.Pid))
+	if err != nil || len(strings.Fields(string(children))) != 1 {
+		t.Fatalf("bwrap's children: %q %v", children, err)
+	}
+	server, _ := strconv.Atoi(strings.Fields(string(children))[0])
+	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.done
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo again"}})
+	if string(res.Stdout) != "again\n" {
+		t.Fatalf("after restart: %q", res.Stdout)
+	}
+	if !strings.Contains(logs.String(), "restarting the sandbox") || strings.Count(logs.String(), "sandbox started") != 2 {
+		t.Fatalf("the log does not say the sandbox restarted:\n%s", logs.String())
+	}
+}
+
+func TestServerReapsAndCloseEndsEverything(t *testing.T) {
+	bw := bwrapOnly(t, nil)
+	ctx := context.Background()
+	box, _ := bw.Open(ctx, "agt_z")
+	// A background command in its own session outlives its call (its parent exits at once).
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 33.1 </dev/null >/dev/null 2>&1 & setsid sleep 0.2 </dev/null >/dev/null 2>&1 &"}})
+	time.Sleep(time.Second)
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "pgrep -f 'sleep 33.1' >/dev/null && echo running; grep -l ') Z ' /proc/[0-9]*/stat || true"}})
+	if string(res.Stdout) != "running\n" {
+		t.Fatalf("want the background sleep running and no zombie, got %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 33.1").Output(); len(out) == 0 {
+		t.Fatal("the host does not see the background command")
+	}
+	bw.Close()
+	gone(t, "sleep 33.1")
+	gone(t, bw.Root) // bwrap's command line names the agent's folders
+	if _, err := box.Exec(ctx, ExecRequest{Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("exec after Close: %v", err)
+	}
+}
+
+func TestServerCancelKillsGroupAndStartSignals(t *testing.T) {
+	bw := bwrapOnly(t, nil)
+	box, _ := bw.Open(context.Background(), "agt_s")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	_, err := box.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "sleep 34.2 & sleep 34.2; wait"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled exec: %v", err)
+	}
+	gone(t, "sleep 34.2")
+
+	var out syncCapped
+	out.c.limit = 1 << 10
+	p, err := box.(Starter).Start(ExecRequest{Argv: []string{"bash", "-c", "trap 'echo term; exit 7' TERM; echo up; while :; do sleep 0.05; done"}}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && !strings.Contains(out.String(), "up"); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the started command did not end on SIGTERM")
+	}
+	if p.State() != "exit status 7" || !strings.Contains(out.String(), "term") {
+		t.Fatalf("state %q, output %q", p.State(), out.String())
+	}
+}
+
+func TestServerRefusesBadCommands(t *testing.T) {
+	bw := bwrapOnly(t, nil)
+	box, _ := bw.Open(context.Background(), "agt_b")
+	for _, tc := range []struct {
+		req  ExecRequest
+		want string
+	}{
+		{ExecRequest{Argv: []string{"no-such-command"}}, "executable file not found"},
+		{ExecRequest{Argv: []string{"/no/such/file"}}, "no such file"},
+		{ExecRequest{}, "empty command"},
+		{ExecRequest{Argv: []string{"true"}, Env: []string{"NOEQUALS"}}, "not KEY=VALUE"},
+	} {
+		if _, err := box.Exec(context.Background(), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.req.Argv, err, tc.want)
+		}
+	}
+	// The sandbox still serves after refusals, with large output intact and capped like run's.
+	res := mustExec(t, box, ExecRequest{Argv: []string{"head", "-c", strconv.Itoa(maxOutput + 1000), "/dev/zero"}})
+	if len(res.Stdout) != maxOutput || !bytes.Equal(res.Stdout[:16], make([]byte, 16)) {
+		t.Fatalf("large output: %d bytes", len(res.Stdout))
+	}
+}
+
+// TestServerEndsWithOrchestrator kills a process that opened a sandbox (as the orchestrator would
+// die) and checks the sandbox and its background command end too.
+func TestServerEndsWithOrchestrator(t *testing.T) {
+	if os.Getenv("GUILDS_SANDBOX_TEST_CHILD") != "" {
+		return // the child side runs in TestServerChild
+	}
+	bwrapOnly(t, nil) // skips without bubblewrap; builds the server
+	bin := t.TempDir()
+	withServer(t, bin)
+	os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755)
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerChild$")
+	cmd.Env = append(os.Environ(), "GUILDS_SANDBOX_TEST_CHILD="+root+":"+bin)
+	out := &syncCapped{c: capped{limit: 1 << 20}}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200 && !strings.Contains(out.String(), "child ready"); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "child ready") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %s", out.String())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	gone(t, "sleep 35.3")
+	gone(t, root)
+}
+
+func TestServerChild(t *testing.T) {
+	spec := os.Getenv("GUILDS_SANDBOX_TEST_CHILD")
+	if spec == "" {
+		t.Skip("the child side of TestServerEndsWithOrchestrator")
+	}
+	root, bin, _ := strings.Cut(spec, ":")
+	bw, err := NewBubblewrap(root, bin, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, _ := bw.Open(context.Background(), "agt_o")
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 35.3 </dev/null >/dev/null 2>&1 &"}})
+	fmt.Println("child ready")
+	time.Sleep(time.Minute)
+}
