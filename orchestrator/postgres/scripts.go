@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -150,52 +151,62 @@ func (s *Store) DeleteScript(ctx context.Context, agentID, runID, name string) e
 
 const runScriptColumns = "s.agent_id, rs.name, rs.description, rs.source, rs.parameters, rs.hash, s.taken_at"
 
+// snapshotSQL takes a run's snapshot in one statement: the header (once per run id), then the
+// agent's catalog copied under it and returned; when the header was there already (a retried
+// start), the rows it holds. Snapshots of this agent's starts that never wrote their run row are
+// swept once they are an hour old.
+const snapshotSQL = `WITH hdr AS (
+	INSERT INTO run_script_snapshots (run_id, agent_id, taken_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING RETURNING run_id
+), ins AS (
+	INSERT INTO run_scripts (run_id, name, source, hash, description, parameters)
+	SELECT $1, a.key, a.content, d.hash, d.description, d.parameters FROM artifacts a JOIN script_details d ON d.artifact_id = a.id
+	WHERE a.kind = 'script' AND a.level = 'agent' AND a.agent_id = $2 AND EXISTS (SELECT 1 FROM hdr)
+	RETURNING name, description, source, parameters, hash
+), swept AS (
+	DELETE FROM run_script_snapshots s WHERE EXISTS (SELECT 1 FROM hdr) AND s.agent_id = $2 AND s.taken_at < $4 AND s.run_id <> $1
+	AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id)
+)
+SELECT $2::text, i.name, i.description, i.source, i.parameters, i.hash FROM ins i
+UNION ALL
+SELECT s.agent_id, rs.name, rs.description, rs.source, rs.parameters, rs.hash
+FROM run_script_snapshots s LEFT JOIN run_scripts rs ON rs.run_id = s.run_id
+WHERE s.run_id = $1 AND NOT EXISTS (SELECT 1 FROM hdr)`
+
 // SnapshotRunScripts takes the snapshot of the agent's scripts (source, hash, description and
-// parameters) for the run that is starting with id runID, and returns it. It is written before the
-// run's row, keyed by the id: a start retried with the same id gets the snapshot taken first. A
-// snapshot of another agent under that id is an error. Snapshots of this agent's starts that never
-// wrote their run are swept an hour on.
+// parameters) for the run that is starting with id runID, and returns it by name. It is written
+// before the run's row, keyed by the id: a start retried with the same id gets the snapshot taken
+// first. A snapshot of another agent under that id is ECONFLICT. One statement, one round trip.
 func (s *Store) SnapshotRunScripts(ctx context.Context, runID, agentID string, at time.Time) ([]orchestrator.Script, error) {
-	var out []orchestrator.Script
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "INSERT INTO run_script_snapshots (run_id, agent_id, taken_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING", runID, agentID, at)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 1 {
-			if _, err := tx.Exec(ctx, `INSERT INTO run_scripts (run_id, name, source, hash, description, parameters)
-				SELECT $1, a.key, a.content, d.hash, d.description, d.parameters FROM artifacts a JOIN script_details d ON d.artifact_id = a.id
-				WHERE a.kind = 'script' AND a.level = 'agent' AND a.agent_id = $2`, runID, agentID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM run_script_snapshots s WHERE s.agent_id = $1 AND s.taken_at < $2 AND s.run_id <> $3
-				AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id)`, agentID, at.Add(-time.Hour), runID); err != nil {
-				return err
-			}
-		} else {
-			var owner string
-			if err := tx.QueryRow(ctx, "SELECT agent_id FROM run_script_snapshots WHERE run_id = $1", runID).Scan(&owner); err != nil {
-				return err
-			}
-			if owner != agentID {
-				return orchestrator.Errorf(orchestrator.ECONFLICT, "run id %s already holds the script snapshot of another agent", runID)
-			}
-		}
-		rows, err := tx.Query(ctx, "SELECT "+runScriptColumns+` FROM run_script_snapshots s JOIN run_scripts rs ON rs.run_id = s.run_id
-			WHERE s.run_id = $1 ORDER BY rs.name`, runID)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Script, error) { return scanScript(r) })
-		return err
-	})
+	rows, err := s.pool.Query(ctx, snapshotSQL, runID, agentID, at, at.Add(-time.Hour))
 	if err != nil {
-		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
-			return nil, err
-		}
 		return nil, fmt.Errorf("snapshot the run's scripts: %w", err)
 	}
-	return nonNil(out), nil
+	defer rows.Close()
+	out := []orchestrator.Script{}
+	for rows.Next() {
+		var owner string
+		var name, desc, src, hash *string
+		var params []byte
+		if err := rows.Scan(&owner, &name, &desc, &src, &params, &hash); err != nil {
+			return nil, fmt.Errorf("snapshot the run's scripts: %w", err)
+		}
+		if owner != agentID {
+			return nil, orchestrator.Errorf(orchestrator.ECONFLICT, "run id %s already holds the script snapshot of another agent", runID)
+		}
+		if name == nil {
+			continue // a snapshot without scripts
+		}
+		sc := orchestrator.Script{AgentID: owner, Name: *name, Description: *desc, Source: *src, Hash: *hash, UpdatedAt: at}
+		if len(params) > 0 {
+			sc.Parameters = json.RawMessage(params)
+		}
+		out = append(out, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("snapshot the run's scripts: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // noSnapshotError is the error of a run without a script snapshot.

@@ -2,15 +2,18 @@ package scripts_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/tools/scripts"
+	"github.com/jackc/pgx/v5"
 )
 
 // version is a script printing its name, its version and its arguments.
@@ -233,5 +236,25 @@ func TestMaxScriptsPerAgent(t *testing.T) {
 	}
 	if out := w.call(setup, "script_create", map[string]any{"name": "eleventh", "description": "d", "source": "print(1)"}); !strings.Contains(out, "(max_scripts 10)") {
 		t.Fatalf("past the default: %q", out)
+	}
+}
+
+// TestSnapshotOfAStartThatNeverWroteItsRun: a snapshot written for a start whose run row never
+// came (the process died, the insert failed) is swept at the agent's next start an hour on, and a
+// recent one is left alone (its start may still be retried).
+func TestSnapshotOfAStartThatNeverWroteItsRun(t *testing.T) {
+	w := newWorld(t)
+	old, recent := orchestrator.NewID(orchestrator.PrefixRun), orchestrator.NewID(orchestrator.PrefixRun)
+	_, err := w.store.SnapshotRunScripts(w.ctx, old, "a3", w.now().Add(-2*time.Hour))
+	must(t, err)
+	_, err = w.store.SnapshotRunScripts(w.ctx, recent, "a3", w.now().Add(-10*time.Minute))
+	must(t, err)
+	kept := w.run("a3")
+	rows, err := w.pool.Query(w.ctx, "SELECT run_id FROM run_script_snapshots ORDER BY run_id")
+	must(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	must(t, err)
+	if len(ids) != 2 || !slices.Contains(ids, kept) || !slices.Contains(ids, recent) {
+		t.Fatalf("snapshots %v, want the new run's %s and the recent %s", ids, kept, recent)
 	}
 }
