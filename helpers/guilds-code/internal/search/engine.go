@@ -4,10 +4,10 @@
 // beside the helper) are never named in a result or an error: their failures are translated
 // into the tools' words. Their output is streamed and parsed line by line: files mode reads the
 // engine's per-file counts (the cheapest full pass with true totals, and every count is needed
-// to rank the files); content mode reads one JSON pass, decoding only the lines of files that
-// can still be among the first shown and taking the totals from each file's own statistics;
-// code_match keeps one shaped line a match and sorts by path and line, so a result never
-// depends on the engines' thread timing. .gitignore holds in any folder, git repository or not.
+// to rank the files); content mode reads one pass of the plain output (paths ended by NUL) with
+// byte operations, counting every matching line and copying only the lines of files that can
+// still be among the first shown; code_match keeps one shaped line a match and sorts by path
+// and line, so a result never depends on the engines' thread timing. .gitignore holds in any folder, git repository or not.
 // A search stops at its budget (60 seconds for the tools) and says its result is partial.
 package search
 

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -295,5 +296,74 @@ func TestMatchTally(t *testing.T) {
 	}
 	if len(tl.best) > 3 {
 		t.Errorf("kept %d candidates for 3 lines", len(tl.best))
+	}
+}
+
+func TestPlainReader(t *testing.T) {
+	type rec struct {
+		path   string
+		num    int
+		match  bool
+		binary bool
+		text   string
+	}
+	tests := []struct {
+		name    string
+		context bool
+		lines   []string
+		want    []rec
+	}{
+		{"match", false, []string{"src/a.go\x0012:\treturn x\n"}, []rec{{"src/a.go", 12, true, false, "\treturn x"}}},
+		{"context, CRLF", true, []string{"a.txt\x003-ctx line\r\n"}, []rec{{"a.txt", 3, false, false, "ctx line"}}},
+		{"colons and dashes in the name", false, []string{"d/c:1:d-2-e.txt\x007:x:1:y\n"}, []rec{{"d/c:1:d-2-e.txt", 7, true, false, "x:1:y"}}},
+		{"empty line, no newline at the end", true, []string{"a\x002-"}, []rec{{"a", 2, false, false, ""}}},
+		{"NUL in the text", false, []string{"a\x001:x\x00y\n"}, []rec{{"a", 1, true, false, "x\x00y"}}},
+		{"separator", true, []string{"a\x001:x\n", "--\n", "a\x009:y\n"}, []rec{{"a", 1, true, false, "x"}, {"a", 9, true, false, "y"}}},
+		{"dashes without context start a path", false, []string{"--\n", "x\x001:y\n"}, []rec{{"--\nx", 1, true, false, "y"}}},
+		{"newline in the name", false, []string{"e/a\n", "\n", "b.txt\x001:needle\n", "c\x002:z\n"},
+			[]rec{{"e/a\n\nb.txt", 1, true, false, "needle"}, {"c", 2, true, false, "z"}}},
+		{"binary note", false, []string{`d/x.bin: binary file matches (found "\0" byte around offset 9)` + "\n"}, []rec{{"d/x.bin", 0, false, true, ""}}},
+		{"binary warning after matches", false, []string{"d/l.txt\x005:needle\n", `d/l.txt: WARNING: stopped searching binary file after match (found "\0" byte around offset 348895)` + "\n"},
+			[]rec{{"d/l.txt", 5, true, false, "needle"}, {"d/l.txt", 0, false, true, ""}}},
+		{"binary note with a newline in the name", false, []string{"e/c\n", `d.bin: binary file matches (found "\0" byte around offset 6)` + "\n"}, []rec{{"e/c\nd.bin", 0, false, true, ""}}},
+		{"no line number", false, []string{"a\x00x:y\n", "a\x00:y\n"}, nil},
+		{"no separator", false, []string{"a\x0012\n", "a\x0012+y\n"}, nil},
+		{"line zero", false, []string{"a\x000:y\n"}, nil},
+		{"line number too large", false, []string{"a\x0099999999999999999999:y\n"}, nil},
+		{"empty path", false, []string{"\x001:y\n", `: binary file matches (found "\0" byte around offset 9)` + "\n"}, nil},
+	}
+	for _, tt := range tests {
+		r := &plainReader{context: tt.context}
+		var got []rec
+		for _, l := range tt.lines {
+			if x, ok := r.next([]byte(l)); ok {
+				got = append(got, rec{string(x.path), x.num, x.match, x.binary, string(x.text)})
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %#v, want %#v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestShowBytes(t *testing.T) {
+	long := strings.Repeat("é", 310)
+	tests := map[string]string{
+		"plain":                      "plain",
+		"":                           "",
+		"bad \xff\xfe run \xc3":      "bad \uFFFD run \uFFFD",
+		"nul\x00":                    "(binary data not shown)",
+		long:                         strings.Repeat("é", 300) + "… [10 more characters]",
+		strings.Repeat("\xff", 400):  "\uFFFD",
+		strings.Repeat("a\xff", 301): strings.Repeat("a\uFFFD", 150) + "… [302 more characters]",
+		"\uFFFD\xff" + long[:2*299]:  "\uFFFD\uFFFD" + strings.Repeat("é", 298) + "… [1 more characters]",
+	}
+	for in, want := range tests {
+		if got := showBytes([]byte(in)); got != want {
+			t.Errorf("showBytes(%q) = %q, want %q", in, got, want)
+		}
+		if got, old := showBytes([]byte(in)), showLine(in); got != old {
+			t.Errorf("showBytes(%q) = %q, showLine gives %q", in, got, old)
+		}
 	}
 }

@@ -169,3 +169,100 @@ func shortQuote(b []byte) string {
 	}
 	return string(b)
 }
+
+// rgLine is one record of the text engine's plain output (--null --line-number --no-heading):
+// "<path>\x00<line>:<text>" for a matching line, "<path>\x00<line>-<text>" for a context line,
+// or "<path>: binary file matches (found …)" and "<path>: WARNING: stopped searching binary
+// file after match (found …)" for a binary file. Its slices are only valid until the reader's
+// next call.
+type rgLine struct {
+	path   []byte
+	num    int    // 1-based line number (matching and context lines)
+	match  bool   // a matching line, not context
+	binary bool   // a binary-file note: the file matches, its lines are not printed
+	text   []byte // the line without its line ending
+}
+
+// maxPathBytes bounds the start of a path that holds newlines, kept until its NUL arrives.
+const maxPathBytes = 64 << 10
+
+// plainReader assembles records from the lines of the text engine's plain output. A path ends
+// at a NUL, which no path holds, so ':' and '-' in file names are never taken for separators;
+// a path may hold newlines, so a line without a NUL that is neither a separator ("--", which
+// only context output prints) nor a binary-file note is the start of a path.
+type plainReader struct {
+	context bool   // the output has context lines, so "--" lines separate groups
+	pend    []byte // the start of a path that holds a newline
+}
+
+// next takes one line of output (with its newline, when it has one) and returns the record
+// it completes; ok is false for a separator, the start of a path, or a malformed line.
+func (r *plainReader) next(line []byte) (rec rgLine, ok bool) {
+	body := bytes.TrimSuffix(line, []byte("\n"))
+	i := bytes.IndexByte(body, 0)
+	if i < 0 {
+		if len(r.pend) == 0 && r.context && string(body) == "--" {
+			return rgLine{}, false
+		}
+		if p, ok := binaryNote(body); ok {
+			rec = rgLine{path: r.joinPath(p), binary: true}
+			return rec, len(rec.path) > 0
+		}
+		if len(r.pend)+len(line) > maxPathBytes {
+			r.pend = r.pend[:0]
+			return rgLine{}, false
+		}
+		r.pend = append(r.pend, line...)
+		return rgLine{}, false
+	}
+	rec.path = r.joinPath(body[:i])
+	rest := body[i+1:]
+	j := 0
+	for ; j < len(rest) && rest[j] >= '0' && rest[j] <= '9'; j++ {
+		if rec.num > (1<<40)/10 {
+			return rgLine{}, false
+		}
+		rec.num = rec.num*10 + int(rest[j]-'0')
+	}
+	if len(rec.path) == 0 || j == 0 || j == len(rest) || rec.num < 1 {
+		return rgLine{}, false
+	}
+	switch rest[j] {
+	case ':':
+		rec.match = true
+	case '-':
+	default:
+		return rgLine{}, false
+	}
+	rec.text = bytes.TrimSuffix(rest[j+1:], []byte("\r"))
+	return rec, true
+}
+
+// joinPath completes a path whose start an earlier line held, and forgets that start.
+func (r *plainReader) joinPath(p []byte) []byte {
+	if len(r.pend) == 0 {
+		return p
+	}
+	full := append(r.pend, p...)
+	r.pend = full[:0]
+	return full
+}
+
+// The binary-file notes the text engine prints after a path instead of its lines.
+var binaryNotes = [][]byte{
+	[]byte(": binary file matches (found "),
+	[]byte(": WARNING: stopped searching binary file after match (found "),
+}
+
+// binaryNote returns the path of a binary-file note; ok is false when line is not one.
+func binaryNote(line []byte) (path []byte, ok bool) {
+	if !bytes.HasSuffix(line, []byte(")")) {
+		return nil, false
+	}
+	for _, n := range binaryNotes {
+		if i := bytes.LastIndex(line, n); i >= 0 {
+			return line[:i], true
+		}
+	}
+	return nil, false
+}

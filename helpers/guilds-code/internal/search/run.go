@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 )
 
@@ -88,6 +90,15 @@ type outcome struct {
 // maxStderr bounds how much of an engine's standard error is kept.
 const maxStderr = 16 << 10
 
+// pipeSize is the capacity asked for the engine's output pipe: room for the whole output of
+// most searches, so the engine seldom waits for the reader.
+const pipeSize = 1 << 20
+
+// readSize is the reader's buffer. A pipe read copies what the pipe holds, up to the buffer;
+// every page of the buffer that a read reaches is a page fault in a fresh helper process, and
+// a page fault costs more than a few more reads, so it stays small.
+const readSize = 64 << 10
+
 // stream runs bin in dir and hands each line of its standard output to each, until each
 // returns false (the engine is then stopped), the output ends, or ctx ends. The engine runs in
 // its own process group, which is killed on every early exit, so no process outlives the call.
@@ -104,6 +115,11 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s could not start: %w", textOf(bin), err)
 	}
+	if f, ok := out.(*os.File); ok {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
 			return outcome{code: -1, timedOut: true}, nil
@@ -116,7 +132,7 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 		return outcome{}, fmt.Errorf("%s could not start: %v", textOf(bin), err)
 	}
 	stopped := false
-	r := bufio.NewReaderSize(out, 256<<10)
+	r := bufio.NewReaderSize(out, readSize)
 	var long []byte
 	for {
 		chunk, err := r.ReadSlice('\n')

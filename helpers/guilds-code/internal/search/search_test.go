@@ -189,3 +189,46 @@ func TestContentManyFiles(t *testing.T) {
 		t.Errorf("meta %v", r.Meta)
 	}
 }
+
+// TestContentEdges reads the engine's plain output where it is easy to misread: ':' and '-' in
+// file names, a newline in a name, CRLF lines, invalid UTF-8, a trailing space, context lines,
+// and a binary file searched by name (named, and its matching lines still counted).
+func TestContentEdges(t *testing.T) {
+	c := newCall(t)
+	for name, body := range map[string]string{
+		"c:1:d.txt":  "needle colon\n",
+		"e-2-f.txt":  "needle dash\n",
+		"crlf.txt":   "needle one\r\nmid\r\nneedle two\r\n",
+		"inv.txt":    "bad \xff\xfe needle\n",
+		"sp.txt":     "needle \n",
+		"n\nl.txt":   "x\nneedle in a newline name\n",
+		"bin/z.bin":  "needle\x00\nneedle\nneedle\n",
+		"none/x.txt": "nothing\n",
+	} {
+		p := filepath.Join(c.Home, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args TextArgs
+		want string
+	}{
+		{TextArgs{Pattern: "needle", Mode: "content", Context: 1},
+			"c:1:d.txt:1: needle colon\ncrlf.txt:1: needle one\ncrlf.txt-2- mid\ncrlf.txt:3: needle two\ne-2-f.txt:1: needle dash\n" +
+				"inv.txt:1: bad \uFFFD needle\nn\nl.txt-1- x\nn\nl.txt:2: needle in a newline name\nsp.txt:1: needle \n7 matches in 6 files\n"},
+		{TextArgs{Pattern: "needle", Mode: "content", Path: "bin/z.bin"},
+			"bin/z.bin: binary file matches (not shown)\n3 matches in 1 file; showing 0 matches from 1 file (files by path, at most 10 matches per file, 40 lines); narrow with path or glob to see the rest\n"},
+		{TextArgs{Pattern: "needle", Mode: "content", Glob: "none/*"},
+			"no matches in the working directory (files ignored by .gitignore and hidden folders are not searched)\n"},
+	}
+	for _, tt := range tests {
+		r := Text(context.Background(), c, tt.args, time.Minute)
+		if r.Error != "" || r.Text != tt.want {
+			t.Errorf("%+v:\ngot  %q (error %q)\nwant %q", tt.args, r.Text, r.Error, tt.want)
+		}
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
@@ -239,92 +241,145 @@ type fileShow struct {
 
 // shownLine is one line content mode shows.
 type shownLine struct {
-	text  string
-	match bool // a matching line, not context
+	num   int
+	text  string // the line made safe and clipped (showBytes)
+	match bool   // a matching line, not context
+}
+
+// contentPass follows the engine's plain output in content mode, one file at a time: each
+// file's lines arrive together, so a file ends where the path changes. Every matching line is
+// counted; only the lines of files that can still be among the first by path are kept, and
+// only those are copied.
+type contentPass struct {
+	t     *textSearch
+	glob  globFilter
+	kept  map[string]*fileShow
+	bound []byte // when set, a file whose path sorts after it cannot be shown
+
+	open    bool      // a file is being read
+	path    []byte    // its path as the engine printed it
+	counted bool      // it passes the glob
+	lines   int       // its matching lines so far
+	binary  bool      // the engine found it binary
+	cur     *fileShow // its kept lines, when it can be shown
+	unknown bool      // a binary file's matching lines were not printed, so not counted
+}
+
+// add takes one record of the engine's output.
+func (p *contentPass) add(r rgLine) {
+	if !p.open || !bytes.Equal(r.path, p.path) {
+		p.end()
+		p.begin(r.path)
+	}
+	switch {
+	case r.binary:
+		p.binary = true
+	case r.match:
+		p.lines++
+	}
+	if p.cur != nil && !p.cur.done && !r.binary {
+		p.t.keepLine(p.cur, r)
+	}
+}
+
+// begin starts a file.
+func (p *contentPass) begin(path []byte) {
+	p.open, p.path, p.lines, p.binary, p.cur = true, append(p.path[:0], path...), 0, false, nil
+	p.counted = true
+	if p.glob.path != nil {
+		rel, err := filepath.Rel(p.t.pl.target, string(path))
+		p.counted = err == nil && p.glob.keep(filepath.ToSlash(rel))
+	}
+	if p.counted && (p.bound == nil || bytes.Compare(path, p.bound) < 0) {
+		p.cur = &fileShow{raw: string(path)}
+	}
+}
+
+// end closes the file being read: it counts, and its kept lines join the candidates.
+func (p *contentPass) end() {
+	if !p.open {
+		return
+	}
+	p.open = false
+	if !p.counted || (p.lines == 0 && !p.binary) {
+		return
+	}
+	p.t.matches += p.lines
+	p.t.files++
+	if p.binary && p.lines == 0 {
+		p.unknown = true
+	}
+	if p.cur != nil {
+		p.cur.binary = p.binary
+		p.kept[p.cur.raw] = p.cur
+		if len(p.kept) > 2*p.t.limit {
+			if b := prune(p.kept, p.t.limit); b != "" {
+				p.bound = []byte(b)
+			}
+		}
+	}
 }
 
 // content shows matching lines of the first files by path, at most PerFileCap matches of each,
 // with context, until the line cap is met, in one pass of the engine that also yields the true
-// totals. Each file's output arrives whole; only the lines of the files that can still be among
-// the first by path are decoded and kept, so memory stays bounded on any tree.
+// totals. The engine's plain output is read with byte operations; nothing is copied of a line
+// that cannot be shown, so memory stays bounded on any tree.
 func (t *textSearch) content(ctx context.Context) ([]string, error) {
 	glob, err := parseGlob(t.a.Glob)
 	if err != nil {
 		return nil, err
 	}
-	args := append(t.args("--json"), glob.engineArgs...)
+	args := append(t.args("--line-number", "--no-heading", "--null"), glob.engineArgs...)
 	if t.a.Context > 0 {
-		args = append(args, "--context", fmt.Sprint(t.a.Context))
+		args = append(args, "--context", strconv.Itoa(t.a.Context))
 	}
 	args = append(args, "--regexp", t.a.Pattern, "--", t.pl.target)
-	var (
-		kept    = map[string]*fileShow{}
-		cur     *fileShow // the file being read, when its lines are kept
-		counted = true    // the file being read passes the glob
-		bound   string    // when set, a file whose path sorts after it cannot be shown
-	)
-	matchPrefix, contextPrefix := []byte(`{"type":"match"`), []byte(`{"type":"context"`)
+	p := &contentPass{t: t, glob: glob, kept: map[string]*fileShow{}}
+	r := &plainReader{context: t.a.Context > 0}
 	o, err := stream(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
-		if bytes.HasPrefix(line, matchPrefix) || bytes.HasPrefix(line, contextPrefix) {
-			if cur != nil && !cur.done {
-				if m, err := parseRGMessage(line); err == nil {
-					t.keepLine(cur, m)
-				}
-			}
-			return true
-		}
-		m, err := parseRGMessage(line)
-		if err != nil {
-			return true
-		}
-		switch m.Type {
-		case "begin":
-			cur, counted = nil, true
-			if glob.path != nil {
-				rel, err := filepath.Rel(t.pl.target, m.Path)
-				counted = err == nil && glob.keep(filepath.ToSlash(rel))
-			}
-			if counted && (bound == "" || m.Path < bound) {
-				cur = &fileShow{raw: m.Path}
-			}
-		case "end":
-			if counted && m.Lines > 0 {
-				t.matches += m.Lines
-				t.files++
-				if cur != nil {
-					cur.binary = m.Binary
-					kept[cur.raw] = cur
-					if len(kept) > 2*t.limit {
-						bound = prune(kept, t.limit)
-					}
-				}
-			}
-			cur = nil
+		if rec, ok := r.next(line); ok {
+			p.add(rec)
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.end()
 	t.timedOut = o.timedOut
 	if err := engineFailure(o, t.files > 0); err != nil {
 		return nil, err
 	}
-	files := sortedShows(kept)
+	if p.unknown && !t.timedOut {
+		// A file searched by name that turns out binary is only named, not counted: count it.
+		t.matches, t.files = 0, 0
+		if err := t.count(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var lines []string
-	for _, f := range files {
+	for _, f := range sortedShows(p.kept) {
 		if len(lines) >= t.limit {
 			break
 		}
+		shown := t.pl.display(f.raw)
 		if f.binary {
-			f.lines = []shownLine{{text: t.pl.display(f.raw) + ": binary file matches (not shown)"}}
+			lines = append(lines, shown+": binary file matches (not shown)")
+			t.inFiles++
+			continue
 		}
 		keep := f.lines[:min(len(f.lines), t.limit-len(lines))]
 		for _, l := range keep {
+			sep := "-"
 			if l.match {
+				sep = ":"
 				t.shown++
 			}
-			lines = append(lines, l.text)
+			text := shown + sep + strconv.Itoa(l.num) + sep
+			if l.text != "" {
+				text += " " + l.text
+			}
+			lines = append(lines, text)
 		}
 		if len(keep) > 0 {
 			t.inFiles++
@@ -335,22 +390,16 @@ func (t *textSearch) content(ctx context.Context) ([]string, error) {
 
 // keepLine adds a match or context line to a file's shown lines, at most PerFileCap matches
 // (with the context that follows the last of them) and never more lines than the cap.
-func (t *textSearch) keepLine(f *fileShow, m rgMsg) {
-	isMatch := m.Type == "match"
-	if f.shown == PerFileCap && (isMatch || m.Line > f.last+t.a.Context) || len(f.lines) >= t.limit {
+func (t *textSearch) keepLine(f *fileShow, r rgLine) {
+	if f.shown == PerFileCap && (r.match || r.num > f.last+t.a.Context) || len(f.lines) >= t.limit {
 		f.done = true
 		return
 	}
-	sep := "-"
-	if isMatch {
-		sep = ":"
+	if r.match {
 		f.shown++
-		f.last = m.Line
+		f.last = r.num
 	}
-	f.lines = append(f.lines, shownLine{
-		text:  strings.TrimSuffix(fmt.Sprintf("%s%s%d%s %s", t.pl.display(f.raw), sep, m.Line, sep, showLine(m.Text)), " "),
-		match: isMatch,
-	})
+	f.lines = append(f.lines, shownLine{num: r.num, text: showBytes(r.text), match: r.match})
 }
 
 // sortedShows lists the kept files by path.
@@ -388,6 +437,44 @@ func showLine(s string) string {
 		return "(binary data not shown)"
 	}
 	return shape.ClipLine(strings.ToValidUTF8(s, "\uFFFD"), LineClip)
+}
+
+// showBytes is showLine for a line as the engine printed it, copying no more of it than is
+// shown: a run of invalid UTF-8 counts as one character, as its replacement does.
+func showBytes(b []byte) string {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "(binary data not shown)"
+	}
+	if len(b) <= LineClip && utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	n, invalid := 0, false // characters so far; the last byte was invalid
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			i++
+			if invalid {
+				continue
+			}
+			invalid = true
+			if n < LineClip {
+				sb.WriteString("\uFFFD")
+			}
+			n++
+			continue
+		}
+		invalid = false
+		if n < LineClip {
+			sb.Write(b[i : i+size])
+		}
+		n++
+		i += size
+	}
+	if n <= LineClip {
+		return sb.String()
+	}
+	return fmt.Sprintf("%s… [%d more characters]", sb.String(), n-LineClip)
 }
 
 // reply shapes the shown lines and the totals into the result.
