@@ -270,9 +270,8 @@ func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdo
 			return nil, err
 		}
 		r, err := srv.start(ctx, req, stdin, stdout, stderr)
-		if errors.Is(err, errServerGone) && attempt == 0 && ctx.Err() == nil {
-			srv.kill()
-			continue
+		if errors.Is(err, errServerGone) && attempt == 0 && ctx.Err() == nil && srv.ended(time.Second) {
+			continue // server() logs the restart
 		}
 		if err != nil {
 			return nil, fmt.Errorf("start %s in the sandbox: %w", req.Argv[0], err)

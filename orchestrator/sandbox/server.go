@@ -112,6 +112,21 @@ func (s *server) alive() bool {
 	}
 }
 
+// ended reports whether the sandbox ends within d (a server that dropped a request but still
+// runs is not restarted).
+func (s *server) ended(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return true
+	case <-s.dead:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // state describes how the sandbox ended, for the log.
 func (s *server) state() string {
 	select {

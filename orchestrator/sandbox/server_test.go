@@ -109,7 +109,7 @@ func TestServerRestartsAfterItDied(t *testing.T) {
 	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-srv.done
+	// No waiting for bwrap to notice: the call may find the server dead or meet it dying.
 	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo again"}})
 	if string(res.Stdout) != "again\n" {
 		t.Fatalf("after restart: %q", res.Stdout)

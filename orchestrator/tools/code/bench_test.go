@@ -16,9 +16,11 @@ import (
 )
 
 // BenchmarkFileReadRoundTrip measures file_read through the whole orchestrator (HTTP, registry,
-// bubblewrap exec, guilds-code, pipeline, PostgreSQL) against the same helper called directly, and
-// against the helper run through the sandbox's exec alone (what bubblewrap's start-up costs), in the
-// same run: each side reads its own fresh 200-line files, so "no repeated reads" never shortcuts.
+// bubblewrap sandbox exec, guilds-code, pipeline, PostgreSQL) against the same helper called
+// directly, and against the helper run through the sandbox's exec alone (the agent's long-lived
+// bubblewrap and its exec server), in the same run: each side reads its own fresh 200-line files,
+// so "no repeated reads" never shortcuts. A fourth pair times the bare exec: /bin/true through the
+// exec server against /bin/true forked directly.
 func BenchmarkFileReadRoundTrip(b *testing.B) {
 	bin := os.Getenv("GUILDS_BIN_DIR")
 	if bin == "" {
@@ -68,7 +70,8 @@ func BenchmarkFileReadRoundTrip(b *testing.B) {
 		}
 		return d
 	}
-	// box: the same call through the sandbox's exec (bubblewrap), without HTTP, registry or database.
+	// box: the same call through the sandbox's exec (the exec server in the agent's bubblewrap),
+	// without HTTP, registry or database.
 	inBox := func(i int) time.Duration {
 		req := envelope.Request{Tool: "file_read", Args: []byte(fmt.Sprintf(`{"path":"bench/box-%d.txt"}`, i)),
 			RunID: "bench_box", CallID: fmt.Sprintf("b%d", i), Seq: int64(i + 1)}
@@ -89,26 +92,52 @@ func BenchmarkFileReadRoundTrip(b *testing.B) {
 		}
 		return d
 	}
+	// The bare exec: /bin/true forked on the host against /bin/true through the sandbox's exec
+	// server (control message, fd passing, fork/exec in the sandbox's namespaces, exit event).
+	trueDirect := func() time.Duration {
+		start := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	trueBox := func() time.Duration {
+		start := time.Now()
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"/bin/true"}})
+		d := time.Since(start)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("exec /bin/true in the sandbox: %v %+v", err, res)
+		}
+		return d
+	}
 	direct(0) // warm the page cache and the binary
-	var ds, bs, os_ []time.Duration
+	trueBox() // start the agent's sandbox
+	var ds, bs, os_, ts, tb []time.Duration
 	for n := 0; n < b.N; n++ {
-		ds, bs, os_ = nil, nil, nil
+		ds, bs, os_, ts, tb = nil, nil, nil, nil, nil
 		for i := 0; i < reps; i++ { // alternate the sides so machine load hits them alike
 			ds = append(ds, direct(i))
 			bs = append(bs, inBox(i))
 			os_ = append(os_, orch(i))
+			ts = append(ts, trueDirect())
+			tb = append(tb, trueBox())
 		}
 	}
-	md, mb, mo := ms(median(ds)), ms(median(bs)), ms(median(os_))
+	md, mb, mo, mtd, mtb := ms(median(ds)), ms(median(bs)), ms(median(os_)), ms(median(ts)), ms(median(tb))
 	b.ReportMetric(md, "direct_median_ms")
-	b.ReportMetric(mb, "bwrap_median_ms")
+	b.ReportMetric(mb, "sandbox_median_ms")
 	b.ReportMetric(mo, "orchestrator_median_ms")
 	b.ReportMetric(mo-md, "overhead_ms")
-	b.ReportMetric(mo-mb, "overhead_past_bwrap_ms")
+	b.ReportMetric(mo-mb, "overhead_past_sandbox_ms")
 	b.ReportMetric(mo/md, "x_vs_direct")
-	b.Logf("file_read median over %d calls each: helper direct %.2f ms, through bubblewrap exec %.2f ms (bwrap start-up %.2f ms), "+
-		"through the orchestrator (HTTP, registry, bwrap, helper, pipeline, PostgreSQL) %.2f ms: overhead %.2f ms (%.2f ms past bwrap), %.2fx direct",
+	b.ReportMetric(mtd, "true_direct_median_ms")
+	b.ReportMetric(mtb, "true_server_median_ms")
+	b.ReportMetric(mtb/mtd, "server_x_vs_direct_exec")
+	b.Logf("file_read median over %d calls each: helper direct %.2f ms, through the sandbox's exec server %.2f ms (+%.2f ms), "+
+		"through the orchestrator (HTTP, registry, sandbox exec, helper, pipeline, PostgreSQL) %.2f ms: overhead %.2f ms (%.2f ms past the sandbox exec), %.2fx direct",
 		reps, md, mb, mb-md, mo, mo-md, mo-mb, mo/md)
+	b.Logf("exec server exec vs direct exec (/bin/true, median over %d each): %.2f ms vs %.2f ms, %.2fx (+%.2f ms)",
+		reps, mtb, mtd, mtb/mtd, mtb-mtd)
 }
 
 func median(d []time.Duration) time.Duration {
