@@ -1,7 +1,10 @@
 // Package sandbox runs helper commands inside an agent's sandbox and moves files through its file API.
 //
 // Exec and the file API are the whole surface: a container or cluster backend plugs in by
-// implementing Provider and Sandbox (exec into the container, copy files in and out of it).
+// implementing Provider and Sandbox (exec into the container, copy files in and out of it and
+// remove them), and Starter for the browser. The bubblewrap provider keeps one long-lived sandbox
+// per agent whose exec server (package sandboxd) runs each command; the local one runs them on
+// the host.
 package sandbox
 
 import (
