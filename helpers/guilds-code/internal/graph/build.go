@@ -242,13 +242,16 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	var old []*File
 	var names nameIndex
 	counted := false
-	if buf, err := readGraph(graphPath); err == nil {
+	blocksName := ""
+	if buf, blocks, err := readGraph(graphPath); err == nil {
 		// Decoding makes few, long-lived objects: collecting garbage meanwhile only costs time.
 		gc := debug.SetGCPercent(-1)
-		old, counted, names, err = decodeTable(buf)
+		old, counted, names, err = decodeGraph(buf, blocks)
 		debug.SetGCPercent(gc)
 		if err != nil {
 			old = nil // a corrupt or older graph is rebuilt from scratch
+		} else {
+			blocksName, _, _ = graphHeader(buf)
 		}
 	}
 	list, err := walk(ctx, root)
@@ -285,20 +288,14 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	if changed {
 		// Reference counts are global; they are recomputed when a tool that shows them asks (Counted).
 		g.counted = false
-		err := writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, g.Files, false, names, len(old)) })
+		// Storing makes few, long-lived objects: collecting garbage meanwhile only costs time.
+		gc := debug.SetGCPercent(-1)
+		// The graph answers with the name index just written, the one the next call reads.
+		g.names, err = storeGraph(cacheDir, blocksName, g.Files, false, names, len(old))
+		debug.SetGCPercent(gc)
 		if err != nil {
 			return nil, err
 		}
-		// The graph answers from what was written, so it has the same name index as the next call.
-		buf, err := readGraph(graphPath)
-		if err != nil {
-			return nil, fmt.Errorf("read back the graph just written: %w", err)
-		}
-		files, _, names, err := decodeTable(buf)
-		if err != nil {
-			return nil, fmt.Errorf("read back the graph just written: %w", err)
-		}
-		g.Files, g.names = files, names
 	}
 	return g, nil
 }
@@ -320,11 +317,11 @@ func (g *Graph) Counted(ctx context.Context) {
 	defer unlock()
 	// Store only when no other call replaced the graph since this one read it.
 	graphPath := filepath.Join(g.cache, "graph.bin")
-	buf, err := readGraph(graphPath)
+	buf, blocks, err := readGraph(graphPath)
 	if err != nil {
 		return
 	}
-	files, _, _, err := decodeTable(buf)
+	files, _, _, err := decodeGraph(buf, blocks)
 	if err != nil || len(files) != len(g.Files) {
 		return
 	}
@@ -333,7 +330,73 @@ func (g *Graph) Counted(ctx context.Context) {
 			return
 		}
 	}
-	_ = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, g.Files, true, g.names, len(g.Files)) })
+	// Every symbol block changed: they go to a fresh blocks file.
+	if names, err := storeGraph(g.cache, "", g.Files, true, g.names, len(g.Files)); err == nil {
+		g.names = names
+	}
+}
+
+// blocksSlack is how many bytes of dead blocks a blocks file may hold beyond its live ones before a
+// store writes a fresh one; tests lower it.
+var blocksSlack int64 = 8 << 20
+
+// storeGraph writes the graph of files into cacheDir under its lock. When the blocks file the graph
+// was read from (oldBlocks) already holds most files' blocks and little that is no longer used, the
+// blocks of new and changed files are appended to it and only the table and the name index are
+// written again; otherwise every block goes to a fresh blocks file and the others are removed.
+// graph.bin is replaced atomically last, so a reader sees the old graph or the new one, whole.
+func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev nameIndex, prevFiles int) (nameIndex, error) {
+	graphPath := filepath.Join(cacheDir, "graph.bin")
+	if oldBlocks != "" {
+		var live int64
+		reusable := 0
+		for _, f := range files {
+			if f.Symbols == nil && f.symOff > 0 {
+				live += int64(len(f.symBlob) + len(f.refBlob))
+				reusable++
+			}
+		}
+		st, err := os.Stat(filepath.Join(cacheDir, oldBlocks))
+		// Append while at least 3/4 of the files are already stored and the file is not mostly dead blocks.
+		if err == nil && 4*reusable >= 3*len(files) && st.Size() <= 2*live+blocksSlack {
+			fh, err := os.OpenFile(filepath.Join(cacheDir, oldBlocks), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return nameIndex{}, fmt.Errorf("open graph blocks: %w", err)
+			}
+			bs := &blockSink{base: st.Size(), reuse: true}
+			bs.e.w = fh
+			err = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, bs, oldBlocks, files, counted, prev, prevFiles) })
+			if cerr := fh.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("write graph blocks: %w", cerr)
+			}
+			return bs.index, err
+		}
+	}
+	fh, err := os.CreateTemp(cacheDir, "blocks-*.bin")
+	if err != nil {
+		return nameIndex{}, fmt.Errorf("write graph blocks: %w", err)
+	}
+	name := filepath.Base(fh.Name())
+	bs := &blockSink{}
+	bs.e.w = fh
+	bs.e.buf = append(bs.e.buf, blocksMagic...)
+	err = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, bs, name, files, counted, prev, prevFiles) })
+	if cerr := fh.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write graph blocks: %w", cerr)
+	}
+	if err != nil {
+		os.Remove(fh.Name())
+		return nameIndex{}, err
+	}
+	// Processes still reading an older graph keep their mapping of its blocks file after it is removed.
+	if stale, _ := filepath.Glob(filepath.Join(cacheDir, "blocks-*.bin")); len(stale) > 0 {
+		for _, p := range stale {
+			if filepath.Base(p) != name {
+				os.Remove(p)
+			}
+		}
+	}
+	return bs.index, nil
 }
 
 // lock takes the graph folder's lock, waiting for another call's build until ctx ends.

@@ -5,7 +5,7 @@ import "strings"
 // Kind is what a symbol is.
 type Kind uint8
 
-// The symbol kinds; kindImpl only scopes methods (a Rust impl block) and is never stored.
+// The symbol kinds; kindImpl is a Rust impl block, listed in outlines and never a call target.
 const (
 	KindFunction Kind = iota
 	KindMethod
@@ -91,6 +91,8 @@ type File struct {
 	nsyms   int                    // how many symbols symBlob holds
 	at      int32                  // 1 + its index in the graph file it was read from, 0 when parsed
 	refBlob []byte                 // encoded call sites, decoded by LoadRefs
+	symOff  int64                  // where symBlob lies in the blocks file it was read from, 0 when parsed
+	refOff  int64                  // where refBlob lies in that blocks file
 	bloom   [bloomBits / 64]uint64 // filter of call site names
 }
 

@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"unsafe"
 )
 
-// readGraph maps a graph file into memory read-only. Graph files are only ever replaced by rename,
-// never written in place, so the mapping stays valid for the life of the process.
-func readGraph(path string) ([]byte, error) {
+// mapFile maps a file into memory read-only. Graph and blocks files are only ever replaced by rename
+// or appended to, never written in place, so the mapping stays valid for the life of the process.
+func mapFile(path string) ([]byte, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,14 +36,70 @@ func readGraph(path string) ([]byte, error) {
 	return b, nil
 }
 
-// magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x06"
+// readGraph maps a graph file and the blocks file it names (nil when its blocks are inside it).
+func readGraph(path string) (buf, blocks []byte, err error) {
+	buf, err = mapFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	name, _, err := graphHeader(buf)
+	if err != nil || name == "" {
+		return buf, nil, err
+	}
+	blocks, err = mapFile(filepath.Join(filepath.Dir(path), name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: its blocks file: %v", errCorrupt, err)
+	}
+	if !bytes.HasPrefix(blocks, []byte(blocksMagic)) {
+		return nil, nil, fmt.Errorf("%w: blocks file %s has no header", errCorrupt, name)
+	}
+	return buf, blocks, nil
+}
 
-// encode returns the graph's files in the compact on-disk form (see encodeTo).
+// graphHeader reads the name of a graph file's blocks file ("" when they are inside it) and where its table may start.
+func graphHeader(buf []byte) (string, int, error) {
+	hdr := len(magic) + 1
+	if len(buf) < hdr+16 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
+		return "", 0, fmt.Errorf("%w: unknown header", errCorrupt)
+	}
+	d := decoder{buf: buf[:len(buf)-16], off: hdr}
+	name := d.str()
+	if d.err != nil || name != "" && (!strings.HasPrefix(name, "blocks-") || strings.ContainsAny(name, "/\x00") || name == "." || name == "..") {
+		return "", 0, fmt.Errorf("%w: bad blocks file name", errCorrupt)
+	}
+	return name, d.off, nil
+}
+
+// magic opens every graph file; the last byte is the format version.
+const magic = "GRAFT\x00\x07"
+
+// blocksMagic opens every blocks file, so no block starts at offset 0.
+const blocksMagic = "GRAFTB\x00\x07"
+
+// encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*File, counted bool) []byte {
 	var b bytes.Buffer
-	_ = encodeTo(&b, files, counted, nameIndex{}, 0)
+	_ = encodeTo(&b, nil, "", files, counted, nameIndex{}, 0)
 	return b.Bytes()
+}
+
+// blockSink takes the symbol and call site blocks of a graph being written into its blocks file.
+type blockSink struct {
+	e     encoder // the blocks written by this store, flushed to the blocks file
+	base  int64   // offset in the blocks file of the first byte e writes
+	reuse bool    // blocks read from this blocks file (symOff, refOff) keep their place
+	live  int64   // bytes of blocks the table refers to
+	fresh int64   // bytes written by this store
+	index nameIndex // the name index written
+}
+
+// put stores a block and returns its offset in the blocks file.
+func (s *blockSink) put(b []byte) int64 {
+	off := s.base + int64(s.e.pos())
+	s.e.raw(b)
+	s.live += int64(len(b))
+	s.fresh += int64(len(b))
+	return off
 }
 
 // encodeTo writes the graph's files in the compact on-disk form; counted says whether the symbols'
@@ -49,18 +107,26 @@ func encode(files []*File, counted bool) []byte {
 // read from: files carried over from it unchanged keep their entries, so only changed files' names
 // are read again.
 //
-// Layout: header; every file's symbol and call site blocks, decoded only when a query touches them
-// (blocks of files not decoded are copied as they are); the file table (path, language, size,
-// mtime, hash, package, imports, block places and a filter of call site names) in one contiguous
-// stretch, so reading it touches few pages; a hash table from symbol name to its definitions, so a
-// query finds a name without reading every symbol; a footer with the table's and the index's offsets.
-func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFiles int) error {
+// Layout: header (with the blocks file's name, "" when the blocks follow in the same file); every
+// file's symbol and call site blocks, decoded only when a query touches them; the file table (path,
+// language, size, mtime, hash, package, imports, block places and a filter of call site names) in
+// one contiguous stretch, so reading it touches few pages; a hash table from symbol name to its
+// definitions, so a query finds a name without reading every symbol; a footer with the table's and
+// the index's offsets. With bs set the blocks go to bs's blocks file instead, and blocks already
+// there are referred to, not written again: a refresh that changed one file appends that file's
+// blocks and rewrites only the table and the index.
+func encodeTo(w io.Writer, bs *blockSink, blocksName string, files []*File, counted bool, prev nameIndex, prevFiles int) error {
 	e := encoder{w: w, buf: make([]byte, 0, 1<<16)}
 	e.buf = append(e.buf, magic...)
 	if counted {
 		e.buf = append(e.buf, 1)
 	} else {
 		e.buf = append(e.buf, 0)
+	}
+	e.str(blocksName)
+	put := func(b []byte) int64 { off := e.pos(); e.raw(b); return int64(off) }
+	if bs != nil {
+		put = bs.put
 	}
 	// Files read from prev keep their entries there, moved to their new index; the others are read again.
 	moved := make([]int32, prevFiles)
@@ -75,12 +141,15 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 	}
 	names := nameTable{ids: make(map[string][]SymID, 1<<8)}
 	// The blocks first, so that the table read on every call sits in one contiguous stretch.
-	type place struct{ symOff, symLen, refOff, refLen, nsyms int }
+	type place struct {
+		symOff, refOff int64
+		symLen, refLen int
+		nsyms          int
+	}
 	places := make([]place, len(files))
 	for fi, f := range files {
 		carried := incremental && f.at > 0 && int(f.at) <= prevFiles && moved[f.at-1] == int32(fi)
 		pl := &places[fi]
-		pl.symOff = e.pos()
 		if f.Symbols != nil || f.symBlob == nil {
 			if !carried {
 				for si := range f.Symbols {
@@ -88,24 +157,38 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 				}
 			}
 			pl.nsyms = len(f.Symbols)
-			e.raw(encodeSyms(f.Symbols))
+			blob := encodeSyms(f.Symbols)
+			pl.symOff, pl.symLen = put(blob), len(blob)
 		} else {
 			if !carried {
 				symNames(f.symBlob, f.nsyms, func(si int, name string) { names.add(name, SymID{int32(fi), int32(si)}) })
 			}
 			pl.nsyms = f.nsyms
-			e.raw(f.symBlob)
+			pl.symLen = len(f.symBlob)
+			if bs != nil && bs.reuse && f.symOff > 0 {
+				pl.symOff = f.symOff
+				bs.live += int64(pl.symLen)
+			} else {
+				pl.symOff = put(f.symBlob)
+			}
 		}
-		pl.symLen = e.pos() - pl.symOff
 		// Call sites go in a block of their own, behind a filter of their names, so a query reads
 		// only the blocks of files that may hold the name it looks for.
 		if f.Refs != nil || f.refBlob == nil {
 			f.bloom = bloomOf(f.Refs)
 			f.refBlob = encodeRefs(f.Refs)
+			f.refOff = 0
 		}
-		pl.refOff = e.pos()
-		e.raw(f.refBlob)
-		pl.refLen = e.pos() - pl.refOff
+		pl.refLen = len(f.refBlob)
+		if bs != nil && bs.reuse && f.refOff > 0 {
+			pl.refOff = f.refOff
+			bs.live += int64(pl.refLen)
+		} else {
+			pl.refOff = put(f.refBlob)
+		}
+	}
+	if bs != nil && bs.e.flush() != nil {
+		return fmt.Errorf("write blocks: %w", bs.e.err)
 	}
 	tableAt := e.pos()
 	e.uv(uint64(len(files)))
@@ -141,10 +224,24 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(indexAt))
 		return e.flush()
 	}
+	// finish writes the index and, with bs set, points the files at their places in the blocks file and
+	// bs.index at the index, so the caller goes on answering from what was stored without reading it back.
+	finish := func(idx []byte) error {
+		e.raw(idx)
+		if err := footer(); err != nil {
+			return err
+		}
+		if bs != nil {
+			for fi, f := range files {
+				f.at, f.symOff, f.refOff = int32(fi+1), places[fi].symOff, places[fi].refOff
+			}
+			bs.index, _ = parseNameIndex(idx)
+		}
+		return nil
+	}
 	if incremental {
 		if idx, ok := names.merge(prev, moved); ok {
-			e.raw(idx)
-			return footer()
+			return finish(idx)
 		}
 		// The old index is damaged: read every file's names instead.
 		names = nameTable{ids: make(map[string][]SymID, 1<<12)}
@@ -158,8 +255,7 @@ func encodeTo(w io.Writer, files []*File, counted bool, prev nameIndex, prevFile
 			}
 		}
 	}
-	e.raw(names.encode())
-	return footer()
+	return finish(names.encode())
 }
 
 // minSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
@@ -202,7 +298,7 @@ func decodeSyms(blob []byte, n int) ([]Symbol, error) {
 		s.Doc = d.str()
 		s.Refs = d.u32()
 		s.Parent = int32(d.v())
-		if s.Parent < -1 || int(s.Parent) >= j || s.Kind >= kindImpl {
+		if s.Parent < -1 || int(s.Parent) >= j || s.Kind > kindImpl {
 			d.fail("symbol")
 		}
 		if nl := d.count(2); nl > 0 {
@@ -561,13 +657,17 @@ func (e *encoder) str(s string) {
 // errCorrupt reports a graph file that cannot be read; the caller rebuilds.
 var errCorrupt = errors.New("graph file is corrupt")
 
-// decodeTable reads a graph file's table of files and its name index, leaving each file's symbols
-// and call sites in their blocks until a query asks (Syms, LoadRefs). Strings point into buf, which
-// must stay unchanged while the result lives.
-func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
-	hdr := len(magic) + 1
-	if len(buf) < hdr+16 || string(buf[:len(magic)]) != magic || buf[len(magic)] > 1 {
-		return nil, false, nameIndex{}, fmt.Errorf("%w: unknown header", errCorrupt)
+// decodeTable reads a graph file whose blocks are inside it (see decodeGraph).
+func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) { return decodeGraph(buf, nil) }
+
+// decodeGraph reads a graph file's table of files and its name index, leaving each file's symbols
+// and call sites in their blocks until a query asks (Syms, LoadRefs). blocks is the blocks file the
+// graph names, nil when its blocks are inside it. Strings point into buf and blocks, which must stay
+// unchanged while the result lives.
+func decodeGraph(buf, blocks []byte) ([]*File, bool, nameIndex, error) {
+	name, hdr, err := graphHeader(buf)
+	if err != nil {
+		return nil, false, nameIndex{}, err
 	}
 	counted := buf[len(magic)] == 1
 	end := len(buf) - 16
@@ -575,25 +675,35 @@ func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
 	if tableAt < uint64(hdr) || tableAt > indexAt || indexAt > uint64(end) {
 		return nil, false, nameIndex{}, fmt.Errorf("%w: bad footer", errCorrupt)
 	}
+	// Blocks lie in the blocks file after its header, or in this file between its header and table.
+	lo, hi := uint64(hdr), tableAt
+	if name != "" || blocks != nil {
+		if name == "" || blocks == nil {
+			return nil, false, nameIndex{}, fmt.Errorf("%w: blocks file missing", errCorrupt)
+		}
+		lo, hi = uint64(len(blocksMagic)), uint64(len(blocks))
+	} else {
+		blocks = buf
+	}
 	d := decoder{buf: buf[:indexAt], off: int(tableAt)}
-	// block returns buf[off:off+n] when it lies in the block area before the table.
-	block := func() []byte {
+	// block returns blocks[off:off+n] when it lies in the block area, and its offset.
+	block := func() ([]byte, int64) {
 		off, n := d.uv(), d.uv()
 		if d.err != nil {
-			return nil
+			return nil, 0
 		}
-		if off < uint64(hdr) || off > tableAt || n > tableAt-off {
+		if off < lo || off > hi || n > hi-off {
 			d.fail("block")
-			return nil
+			return nil, 0
 		}
-		return buf[off : off+n : off+n]
+		return blocks[off : off+n : off+n], int64(off)
 	}
 	n := d.count(8)
 	files := make([]*File, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
 		f := &File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
 		ns := d.uv()
-		f.symBlob = block()
+		f.symBlob, f.symOff = block()
 		if ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0 {
 			d.fail("symbol count")
 		}
@@ -601,7 +711,7 @@ func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) {
 		for k := range f.bloom {
 			f.bloom[k] = d.u64()
 		}
-		f.refBlob = block()
+		f.refBlob, f.refOff = block()
 		ni := d.count(3)
 		f.Imports = make([]Import, ni)
 		for j := 0; j < ni && d.err == nil; j++ {
