@@ -85,11 +85,11 @@ func encode(files []*File, counted bool) []byte {
 
 // blockSink takes the symbol and call site blocks of a graph being written into its blocks file.
 type blockSink struct {
-	e     encoder // the blocks written by this store, flushed to the blocks file
-	base  int64   // offset in the blocks file of the first byte e writes
-	reuse bool    // blocks read from this blocks file (symOff, refOff) keep their place
-	live  int64   // bytes of blocks the table refers to
-	fresh int64   // bytes written by this store
+	e     encoder   // the blocks written by this store, flushed to the blocks file
+	base  int64     // offset in the blocks file of the first byte e writes
+	reuse bool      // blocks read from this blocks file (symOff, refOff) keep their place
+	live  int64     // bytes of blocks the table refers to
+	fresh int64     // bytes written by this store
 	index nameIndex // the name index written
 }
 
