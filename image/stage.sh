@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stage the sandbox image's layout into a folder (the Docker build context of image/Dockerfile):
-# the static guilds-* helpers at /usr/local/bin (not guilds-sandboxd, bubblewrap's exec server), the pinned engines at /opt/guilds/tools,
-# the system git configuration, /home/agent and /run/guilds.
+# the static guilds-* helpers at /usr/local/bin (not guilds-sandboxd, bubblewrap's exec server),
+# the pinned engines at /opt/guilds/tools, the system git configuration, /home/agent and /run/guilds.
 # usage: image/stage.sh <rootfs folder>   (helpers from $GUILDS_BIN_DIR, default ./bin)
 set -euo pipefail
 root=${1:?usage: image/stage.sh <rootfs folder>}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -224,9 +225,23 @@ func (r *remote) event() (sandboxd.Event, error) {
 	if err != nil {
 		return sandboxd.Event{}, err
 	}
+	return parseEvent(line)
+}
+
+// parseEvent decodes one event line. The server runs inside the sandbox, so its lines are
+// untrusted: anything but one JSON object with the known fields is an error.
+func parseEvent(line []byte) (sandboxd.Event, error) {
 	var ev sandboxd.Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return sandboxd.Event{}, fmt.Errorf("decode the exec server's event %q: %w", line, err)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return sandboxd.Event{}, fmt.Errorf("decode the exec server's event %.200q: %w", line, err)
+	}
+	if dec.More() {
+		return sandboxd.Event{}, fmt.Errorf("decode the exec server's event %.200q: more than one value", line)
+	}
+	if ev.Pid < 0 || ev.ExitCode < 0 || ev.ExitCode > 255+128 {
+		return sandboxd.Event{}, fmt.Errorf("the exec server's event %.200q is out of range", line)
 	}
 	return ev, nil
 }

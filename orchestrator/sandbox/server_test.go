@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -243,4 +244,24 @@ func TestServerChild(t *testing.T) {
 	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 35.3 </dev/null >/dev/null 2>&1 &"}})
 	fmt.Println("child ready")
 	time.Sleep(time.Minute)
+}
+
+// FuzzParseEvent: whatever the sandbox's exec server writes, decoding an event never panics, and
+// what it accepts round-trips.
+func FuzzParseEvent(f *testing.F) {
+	for _, s := range []string{`{"pid":12}` + "\n", `{"exited":true,"exit_code":137,"timed_out":true}`, `{"error":"start x: not found"}`,
+		`{"pid":-1}`, `{"exit_code":1e9}`, `{"pid":1}{"pid":2}`, `{"other":1}`, ``, `null`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ev, err := parseEvent(line)
+		if err != nil {
+			return
+		}
+		b, _ := json.Marshal(ev)
+		again, err := parseEvent(b)
+		if err != nil || again != ev {
+			t.Fatalf("%q → %+v → %s → %+v, %v", line, ev, b, again, err)
+		}
+	})
 }
