@@ -345,7 +345,25 @@ var blocksSlack int64 = 8 << 20
 // blocks of new and changed files are appended to it and only the table and the name index are
 // written again; otherwise every block goes to a fresh blocks file and the others are removed.
 // graph.bin is replaced atomically last, so a reader sees the old graph or the new one, whole.
+// It returns the name index written, read from the new graph.bin.
 func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev nameIndex, prevFiles int) (nameIndex, error) {
+	err := storeOnce(cacheDir, oldBlocks, files, counted, prev, prevFiles)
+	if errors.Is(err, errIndexDamaged) {
+		// Carry nothing over from a damaged index: every file's names are read again.
+		err = storeOnce(cacheDir, oldBlocks, files, counted, nameIndex{}, prevFiles)
+	}
+	if err != nil {
+		return nameIndex{}, err
+	}
+	ix, err := readIndex(filepath.Join(cacheDir, "graph.bin"))
+	if err != nil {
+		return nameIndex{}, fmt.Errorf("read the graph just written: %w", err)
+	}
+	return ix, nil
+}
+
+// storeOnce is one attempt of storeGraph.
+func storeOnce(cacheDir, oldBlocks string, files []*File, counted bool, prev nameIndex, prevFiles int) error {
 	graphPath := filepath.Join(cacheDir, "graph.bin")
 	if oldBlocks != "" {
 		var live int64
@@ -361,7 +379,7 @@ func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev na
 		if err == nil && 4*reusable >= 3*len(files) && st.Size() <= 2*live+blocksSlack {
 			fh, err := os.OpenFile(filepath.Join(cacheDir, oldBlocks), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
-				return nameIndex{}, fmt.Errorf("open graph blocks: %w", err)
+				return fmt.Errorf("open graph blocks: %w", err)
 			}
 			bs := &blockSink{base: st.Size(), reuse: true}
 			bs.e.w = fh
@@ -369,12 +387,12 @@ func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev na
 			if cerr := fh.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("write graph blocks: %w", cerr)
 			}
-			return bs.index, err
+			return err
 		}
 	}
 	fh, err := os.CreateTemp(cacheDir, "blocks-*.bin")
 	if err != nil {
-		return nameIndex{}, fmt.Errorf("write graph blocks: %w", err)
+		return fmt.Errorf("write graph blocks: %w", err)
 	}
 	name := filepath.Base(fh.Name())
 	bs := &blockSink{}
@@ -386,7 +404,7 @@ func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev na
 	}
 	if err != nil {
 		os.Remove(fh.Name())
-		return nameIndex{}, err
+		return err
 	}
 	// Processes still reading an older graph keep their mapping of its blocks file after it is removed.
 	if stale, _ := filepath.Glob(filepath.Join(cacheDir, "blocks-*.bin")); len(stale) > 0 {
@@ -396,7 +414,7 @@ func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev na
 			}
 		}
 	}
-	return bs.index, nil
+	return nil
 }
 
 // lock takes the graph folder's lock, waiting for another call's build until ctx ends.

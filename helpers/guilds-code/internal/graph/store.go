@@ -71,10 +71,10 @@ func graphHeader(buf []byte) (string, int, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x07"
+const magic = "GRAFT\x00\x08"
 
 // blocksMagic opens every blocks file, so no block starts at offset 0.
-const blocksMagic = "GRAFTB\x00\x07"
+const blocksMagic = "GRAFTB\x00\x08"
 
 // encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*File, counted bool) []byte {
@@ -85,12 +85,11 @@ func encode(files []*File, counted bool) []byte {
 
 // blockSink takes the symbol and call site blocks of a graph being written into its blocks file.
 type blockSink struct {
-	e     encoder   // the blocks written by this store, flushed to the blocks file
-	base  int64     // offset in the blocks file of the first byte e writes
-	reuse bool      // blocks read from this blocks file (symOff, refOff) keep their place
-	live  int64     // bytes of blocks the table refers to
-	fresh int64     // bytes written by this store
-	index nameIndex // the name index written
+	e     encoder // the blocks written by this store, flushed to the blocks file
+	base  int64   // offset in the blocks file of the first byte e writes
+	reuse bool    // blocks read from this blocks file (symOff, refOff) keep their place
+	live  int64   // bytes of blocks the table refers to
+	fresh int64   // bytes written by this store
 }
 
 // put stores a block and returns its offset in the blocks file.
@@ -224,39 +223,29 @@ func encodeTo(w io.Writer, bs *blockSink, blocksName string, files []*File, coun
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(indexAt))
 		return e.flush()
 	}
-	// finish writes the index and, with bs set, points the files at their places in the blocks file and
-	// bs.index at the index, so the caller goes on answering from what was stored without reading it back.
-	finish := func(idx []byte) error {
-		e.raw(idx)
-		if err := footer(); err != nil {
-			return err
-		}
-		if bs != nil {
-			for fi, f := range files {
-				f.at, f.symOff, f.refOff = int32(fi+1), places[fi].symOff, places[fi].refOff
-			}
-			bs.index, _ = parseNameIndex(idx)
-		}
-		return nil
-	}
+	iw := &indexWriter{e: &e, start: e.pos()}
 	if incremental {
-		if idx, ok := names.merge(prev, moved); ok {
-			return finish(idx)
+		if !names.merge(prev, moved, iw) {
+			return errIndexDamaged
 		}
-		// The old index is damaged: read every file's names instead.
-		names = nameTable{ids: make(map[string][]SymID, 1<<12)}
+	} else {
+		names.encode(iw)
+	}
+	iw.finish()
+	if err := footer(); err != nil {
+		return err
+	}
+	if bs != nil {
+		// The files now live where this store put them: a later store in this process refers to them there.
 		for fi, f := range files {
-			if f.Symbols != nil || f.symBlob == nil {
-				for si := range f.Symbols {
-					names.add(f.Symbols[si].Name, SymID{int32(fi), int32(si)})
-				}
-			} else {
-				symNames(f.symBlob, f.nsyms, func(si int, name string) { names.add(name, SymID{int32(fi), int32(si)}) })
-			}
+			f.at, f.symOff, f.refOff = int32(fi+1), places[fi].symOff, places[fi].refOff
 		}
 	}
-	return finish(names.encode())
+	return nil
 }
+
+// errIndexDamaged reports an old name index that could not be carried over; the store is made again without it.
+var errIndexDamaged = errors.New("the stored name index is damaged")
 
 // minSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
 const minSymBytes = 10
@@ -333,6 +322,37 @@ func symNames(blob []byte, n int, fn func(int, string)) {
 		}
 		if d.err == nil {
 			fn(j, name)
+		}
+	}
+}
+
+// eachSym calls fn with each symbol's index, name, container, doc line and reference count, read
+// where they are stored when the symbols are not decoded; it allocates nothing.
+func (f *File) eachSym(fn func(si int, name, container, doc string, refs uint32)) {
+	if f.Symbols != nil || f.symBlob == nil {
+		for i := range f.Symbols {
+			s := &f.Symbols[i]
+			fn(i, s.Name, s.Container, s.Doc, s.Refs)
+		}
+		return
+	}
+	d := decoder{buf: f.symBlob}
+	for j := 0; j < f.nsyms && d.err == nil; j++ {
+		name := d.str()
+		d.byte()
+		container := d.str()
+		d.uv()
+		d.uv()
+		d.skip()
+		doc := d.str()
+		refs := d.u32()
+		d.v()
+		for nl := d.count(2); nl > 0; nl-- {
+			d.skip()
+			d.skip()
+		}
+		if d.err == nil {
+			fn(j, name, container, doc, refs)
 		}
 	}
 }
@@ -453,36 +473,59 @@ func (t *nameTable) add(name string, id SymID) {
 	t.ids[name] = append(ids, id)
 }
 
-// encode lays the names out as an open-addressing hash table: a power-of-two count of slots, each
-// the 1-based offset of an entry (0 for empty), then the entries: name, count, then file and symbol indexes.
-func (t *nameTable) encode() []byte {
+// indexWriter streams the entries of a name index (name, count, then file and symbol indexes) and
+// then its open-addressing hash table: a power-of-two count of slots, each the 1-based offset of an
+// entry (0 for empty), then that count. Only the slots are held in memory, not the entries.
+type indexWriter struct {
+	e     *encoder
+	start int      // e.pos() of the first entry
+	marks []uint64 // per entry: the low 32 bits of its name's hash, then its 1-based offset
+}
+
+func (w *indexWriter) entry(name string, ids []SymID) {
+	off := w.e.pos() - w.start + 1
+	w.marks = append(w.marks, uint64(uint32(nameHash(name)))<<32|uint64(uint32(off)))
+	w.e.entry(name, ids)
+	if len(w.e.buf) >= 1<<16 {
+		w.e.flush()
+	}
+}
+
+// finish writes the hash table of the entries written, at most 3/4 full.
+func (w *indexWriter) finish() {
 	nb := 1
-	for nb < 2*len(t.order) {
+	for 3*nb < 4*len(w.marks) {
 		nb <<= 1
 	}
 	slots := make([]uint32, nb)
-	e := encoder{buf: make([]byte, 0, len(t.order)*16)}
-	for _, name := range t.order {
-		h := nameHash(name) & uint64(nb-1)
+	for _, m := range w.marks {
+		h := (m >> 32) & uint64(nb-1)
 		for slots[h] != 0 {
 			h = (h + 1) & uint64(nb-1)
 		}
-		slots[h] = uint32(len(e.buf) + 1)
-		e.entry(name, t.ids[name])
+		slots[h] = uint32(m)
 	}
-	return frameIndex(slots, e.buf)
+	for _, sl := range slots {
+		w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, sl)
+		if len(w.e.buf) >= 1<<16 {
+			w.e.flush()
+		}
+	}
+	w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, uint32(nb))
 }
 
-// merge writes the index of prev with every id moved to its new file (moved[old] < 0 drops it), plus
-// the names in t, walking prev's entries in order instead of hashing every symbol again.
-func (t *nameTable) merge(prev nameIndex, moved []int32) ([]byte, bool) {
-	type entry struct {
-		off  uint32
-		name string
+// encode writes every name of t.
+func (t *nameTable) encode(w *indexWriter) {
+	for _, name := range t.order {
+		w.entry(name, t.ids[name])
 	}
+}
+
+// merge writes the entries of prev with every id moved to its new file (moved[old] < 0 drops it),
+// plus the names in t, walking prev's entries in order instead of hashing every symbol again. It
+// reports false when prev's entries are damaged (what it wrote is then unusable).
+func (t *nameTable) merge(prev nameIndex, moved []int32, w *indexWriter) bool {
 	d := decoder{buf: prev.entries}
-	e := encoder{buf: make([]byte, 0, len(prev.entries)+len(t.order)*16)}
-	list := make([]entry, 0, prev.nb/2+len(t.order))
 	var ids []SymID
 	for d.off < len(d.buf) && d.err == nil {
 		name := d.str()
@@ -502,31 +545,17 @@ func (t *nameTable) merge(prev nameIndex, moved []int32) ([]byte, bool) {
 		if len(ids) == 0 || d.err != nil {
 			continue
 		}
-		list = append(list, entry{uint32(len(e.buf) + 1), name})
-		e.entry(name, ids)
+		w.entry(name, ids)
 	}
 	if d.err != nil {
-		return nil, false
+		return false
 	}
 	for _, name := range t.order {
 		if ids, ok := t.ids[name]; ok {
-			list = append(list, entry{uint32(len(e.buf) + 1), name})
-			e.entry(name, ids)
+			w.entry(name, ids)
 		}
 	}
-	nb := 1
-	for nb < 2*len(list) {
-		nb <<= 1
-	}
-	slots := make([]uint32, nb)
-	for _, en := range list {
-		h := nameHash(en.name) & uint64(nb-1)
-		for slots[h] != 0 {
-			h = (h + 1) & uint64(nb-1)
-		}
-		slots[h] = en.off
-	}
-	return frameIndex(slots, e.buf), true
+	return true
 }
 
 func (e *encoder) entry(name string, ids []SymID) {
@@ -538,15 +567,6 @@ func (e *encoder) entry(name string, ids []SymID) {
 	}
 }
 
-func frameIndex(slots []uint32, entries []byte) []byte {
-	out := make([]byte, 0, 4+4*len(slots)+len(entries))
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(slots)))
-	for _, s := range slots {
-		out = binary.LittleEndian.AppendUint32(out, s)
-	}
-	return append(out, entries...)
-}
-
 // nameIndex reads the stored name index of a graph.
 type nameIndex struct {
 	slots   []byte // nb little-endian uint32 offsets
@@ -554,16 +574,17 @@ type nameIndex struct {
 	nb      int
 }
 
-// parseNameIndex checks the index's frame; entries are checked as they are read.
+// parseNameIndex checks the index's frame (entries, slots, slot count); entries are checked as they are read.
 func parseNameIndex(b []byte) (nameIndex, bool) {
 	if len(b) < 4 {
 		return nameIndex{}, false
 	}
-	nb := binary.LittleEndian.Uint32(b)
+	nb := binary.LittleEndian.Uint32(b[len(b)-4:])
 	if nb == 0 || nb&(nb-1) != 0 || uint64(nb)*4 > uint64(len(b)-4) {
 		return nameIndex{}, false
 	}
-	return nameIndex{slots: b[4 : 4+4*int(nb)], entries: b[4+4*int(nb):], nb: int(nb)}, true
+	at := len(b) - 4 - 4*int(nb)
+	return nameIndex{slots: b[at : len(b)-4], entries: b[:at], nb: int(nb)}, true
 }
 
 // lookup returns the definitions stored under name; ids outside files are dropped.
@@ -657,6 +678,37 @@ func (e *encoder) str(s string) {
 // errCorrupt reports a graph file that cannot be read; the caller rebuilds.
 var errCorrupt = errors.New("graph file is corrupt")
 
+// graphFooter reads where a graph file's table and index start, and where its footer does.
+func graphFooter(buf []byte, hdr int) (tableAt, indexAt uint64, end int, err error) {
+	end = len(buf) - 16
+	tableAt, indexAt = binary.LittleEndian.Uint64(buf[end:]), binary.LittleEndian.Uint64(buf[end+8:])
+	if tableAt < uint64(hdr) || tableAt > indexAt || indexAt > uint64(end) {
+		return 0, 0, 0, fmt.Errorf("%w: bad footer", errCorrupt)
+	}
+	return tableAt, indexAt, end, nil
+}
+
+// readIndex maps a graph file and reads its name index alone, leaving its table unread.
+func readIndex(path string) (nameIndex, error) {
+	buf, err := mapFile(path)
+	if err != nil {
+		return nameIndex{}, err
+	}
+	_, hdr, err := graphHeader(buf)
+	if err != nil {
+		return nameIndex{}, err
+	}
+	_, indexAt, end, err := graphFooter(buf, hdr)
+	if err != nil {
+		return nameIndex{}, err
+	}
+	ix, ok := parseNameIndex(buf[indexAt:end])
+	if !ok {
+		return nameIndex{}, fmt.Errorf("%w: name index", errCorrupt)
+	}
+	return ix, nil
+}
+
 // decodeTable reads a graph file whose blocks are inside it (see decodeGraph).
 func decodeTable(buf []byte) ([]*File, bool, nameIndex, error) { return decodeGraph(buf, nil) }
 
@@ -670,10 +722,9 @@ func decodeGraph(buf, blocks []byte) ([]*File, bool, nameIndex, error) {
 		return nil, false, nameIndex{}, err
 	}
 	counted := buf[len(magic)] == 1
-	end := len(buf) - 16
-	tableAt, indexAt := binary.LittleEndian.Uint64(buf[end:]), binary.LittleEndian.Uint64(buf[end+8:])
-	if tableAt < uint64(hdr) || tableAt > indexAt || indexAt > uint64(end) {
-		return nil, false, nameIndex{}, fmt.Errorf("%w: bad footer", errCorrupt)
+	tableAt, indexAt, end, err := graphFooter(buf, hdr)
+	if err != nil {
+		return nil, false, nameIndex{}, err
 	}
 	// Blocks lie in the blocks file after its header, or in this file between its header and table.
 	lo, hi := uint64(hdr), tableAt

@@ -317,3 +317,45 @@ func TestAppendBlocks(t *testing.T) {
 		t.Fatalf("after compaction: %s", got)
 	}
 }
+
+// TestDamagedIndexIsRebuilt: a name index that cannot be carried over (its entries damaged) is built
+// again from every file's names at the next change, and answers stay right.
+func TestDamagedIndexIsRebuilt(t *testing.T) {
+	home := newHome(t, "graph-go")
+	root := filepath.Join(home, "repos", "graph-go")
+	cache := filepath.Join(home, "cache")
+	if _, err := Open(context.Background(), root, cache); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cache, "graph.bin")
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hdr, err := graphHeader(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, indexAt, _, err := graphFooter(buf, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		buf[int(indexAt)+i] = 0xff // a varint that never ends
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "util.go"), []byte("package main\n\nfunc helper() {}\n\nfunc afterDamage() { helper() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(context.Background(), root, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"afterDamage", "helper", "Fact", "run"} {
+		if ids := g.named(name); len(ids) != 1 || g.Sym(ids[0]).Name != name {
+			t.Fatalf("%s: %v", name, ids)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
@@ -306,47 +307,44 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	}
 	var syms []scored
 	fileScore := map[int32]float64{}
+	joined := strings.Join(qwords, "")
 	for fi, f := range g.Files {
 		if !r.inScope(f.Path) {
 			continue
 		}
-		pw := words(f.Path)
 		var pathHits float64
 		for _, q := range qwords {
-			if containsWord(pw, q) {
+			if hasWord(f.Path, q) {
 				pathHits++
 			}
 		}
-		for si := range f.Syms() {
-			s := &f.Syms()[si]
-			nw := words(s.Name)
-			cw := words(s.Container)
-			dw := strings.ToLower(s.Doc)
+		// Symbols are scored where they are stored, without decoding them: only the ones shown are.
+		f.eachSym(func(si int, name, container, doc string, refs uint32) {
 			var sc float64
 			for _, q := range qwords {
 				switch {
-				case containsWord(nw, q):
+				case hasWord(name, q):
 					sc += 3
-				case strings.Contains(strings.ToLower(s.Name), q):
+				case containsFold(name, q):
 					sc += 2
-				case containsWord(cw, q):
+				case hasWord(container, q):
 					sc += 1.5
 				}
-				if dw != "" && strings.Contains(dw, q) {
+				if doc != "" && containsFold(doc, q) {
 					sc += 1
 				}
 			}
-			if strings.EqualFold(s.Name, strings.Join(qwords, "")) {
+			if strings.EqualFold(name, joined) {
 				sc += 4
 			}
 			if sc == 0 {
-				continue
+				return
 			}
 			sc += 0.5 * pathHits
-			sc *= 1 + 0.3*math.Log2(1+float64(s.Refs))
+			sc *= 1 + 0.3*math.Log2(1+float64(refs))
 			syms = append(syms, scored{SymID{int32(fi), int32(si)}, sc})
 			fileScore[int32(fi)] += sc / 4
-		}
+		})
 		if pathHits > 0 {
 			fileScore[int32(fi)] += 2 * pathHits
 		}
@@ -401,9 +399,79 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	}
 	for _, fi := range files[:fileLimit] {
 		f := g.Files[fi]
-		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, len(f.Syms())))
+		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, f.symCount()))
 	}
 	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(shown)+fileLimit)}
+}
+
+// eachWord calls fn with each word of s as words splits it (letters and digits, split at case
+// changes), unchanged in case, until fn returns true; it reports whether fn did. It allocates nothing.
+func eachWord(s string, fn func(string) bool) bool {
+	start := -1
+	var prev rune
+	for i := 0; i < len(s); {
+		ch, n := rune(s[i]), 1
+		if ch >= utf8.RuneSelf {
+			ch, n = utf8.DecodeRuneInString(s[i:])
+		}
+		if unicode.IsLetter(ch) || unicode.IsDigit(ch) {
+			if start >= 0 && unicode.IsUpper(ch) {
+				next, _ := utf8.DecodeRuneInString(s[i+n:])
+				nextLower := i+n < len(s) && unicode.IsLower(next)
+				if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && nextLower {
+					if fn(s[start:i]) {
+						return true
+					}
+					start = i
+				}
+			}
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			if fn(s[start:i]) {
+				return true
+			}
+			start = -1
+		}
+		prev = ch
+		i += n
+	}
+	return start >= 0 && fn(s[start:])
+}
+
+// hasWord reports whether one of the words of s is q (lower case), as containsWord(words(s), q) does.
+func hasWord(s, q string) bool {
+	return eachWord(s, func(w string) bool { return strings.EqualFold(w, q) })
+}
+
+// containsFold reports whether s holds q (lower case) in any case, as strings.Contains(strings.ToLower(s), q) does.
+func containsFold(s, q string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Contains(strings.ToLower(s), q)
+		}
+	}
+	if len(q) > len(s) {
+		return false
+	}
+	for i := 0; i+len(q) <= len(s); i++ {
+		j := 0
+		for j < len(q) {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != q[j] {
+				break
+			}
+			j++
+		}
+		if j == len(q) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsWord(ws []string, w string) bool {
