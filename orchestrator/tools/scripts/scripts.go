@@ -76,7 +76,7 @@ func (t *Tools) Register(reg *registry.Registry) error {
 	for _, tool := range []registry.Tool{
 		{Name: "script_create", Description: "Save a Python script under a name (replacing the script of that name), to run later with script_run. It reads its arguments as a JSON object on standard input. parameters is an optional JSON Schema of those arguments.",
 			Schema: json.RawMessage(createSchema), Handler: t.create},
-		{Name: "script_list", Description: "List your saved scripts: name, description and whether they take parameters.",
+		{Name: "script_list", Description: "List the scripts this run can run: your saved scripts as they were when the run started, with this run's own creates and deletes (name, description, whether they take parameters).",
 			Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), Handler: t.list},
 		{Name: "script_read", Description: "Show a saved script's source.", Schema: json.RawMessage(nameSchema), Handler: t.read},
 		{Name: "script_run", Description: "Run a saved script in your sandbox (working directory /home/agent, 120-second limit). arguments reaches its standard input as JSON ({} without). Output is shaped like shell; a non-zero exit adds exit_code: N.",
