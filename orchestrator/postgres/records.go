@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -184,10 +187,12 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 	if err != nil {
 		return orchestrator.Record{}, false, fmt.Errorf("add record to %s: %w", c.Name, err)
 	}
+	ix := RecordTerms(c, w.Data)
 	if w.UniqueValue == nil {
-		rec, err := scanRecord(s.pool.QueryRow(ctx, `WITH words AS (`+insertWords+`)
-			INSERT INTO records AS r (id, collection_id, data, search_text, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, now, words(w)), c.Name)
+		rec, err := scanRecord(s.pool.QueryRow(ctx, `WITH `+insertWords+`
+			INSERT INTO records AS r (id, collection_id, data, search_text, created_at, updated_at, terms)
+			VALUES ($1, $2, $3, $4, $5, $5, array_to_tsvector($9::text[])) RETURNING `+recordColumns,
+			orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, now, words(w), ix.Words, ix.Keys, ix.Lexemes), c.Name)
 		if err != nil {
 			return rec, false, fmt.Errorf("add record to %s: %w", c.Name, err)
 		}
@@ -196,7 +201,7 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 	var rec orchestrator.Record
 	var merged bool
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := addWords(ctx, tx, c.ID, w.Words); err != nil {
+		if err := addWords(ctx, tx, c.ID, w.Words, ix); err != nil {
 			return err
 		}
 		// Insert unless a live record holds the value; the partial unique index makes a concurrent
@@ -204,10 +209,10 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 		// removed between the two statements, try again.
 		for attempt := 0; ; attempt++ {
 			var err error
-			rec, err = scanRecord(tx.QueryRow(ctx, `INSERT INTO records AS r (id, collection_id, data, search_text, unique_value, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $6)
+			rec, err = scanRecord(tx.QueryRow(ctx, `INSERT INTO records AS r (id, collection_id, data, search_text, unique_value, created_at, updated_at, terms)
+				VALUES ($1, $2, $3, $4, $5, $6, $6, array_to_tsvector($7::text[]))
 				ON CONFLICT (collection_id, unique_value) WHERE deleted_at IS NULL AND unique_value IS NOT NULL DO NOTHING
-				RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, *w.UniqueValue, now), c.Name)
+				RETURNING `+recordColumns, orchestrator.NewID(orchestrator.PrefixRecord), c.ID, data, w.SearchText, *w.UniqueValue, now, ix.Lexemes), c.Name)
 			if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
@@ -221,15 +226,16 @@ func (s *Store) AddRecord(ctx context.Context, c orchestrator.Collection, w orch
 			}
 			merged = true
 			mw := merge(existing.Data)
-			if err := addWords(ctx, tx, c.ID, mw.Words); err != nil {
+			mix := RecordTerms(c, mw.Data)
+			if err := addWords(ctx, tx, c.ID, mw.Words, mix); err != nil {
 				return err
 			}
 			mdata, err := json.Marshal(mw.Data)
 			if err != nil {
 				return err
 			}
-			rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, updated_at = $4 WHERE r.id = $1 RETURNING `+recordColumns,
-				existing.ID, mdata, mw.SearchText, now), c.Name)
+			rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, updated_at = $4, terms = array_to_tsvector($5::text[]) WHERE r.id = $1 RETURNING `+recordColumns,
+				existing.ID, mdata, mw.SearchText, now, mix.Lexemes), c.Name)
 			return err
 		}
 	})
@@ -256,7 +262,8 @@ func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id 
 		if err != nil {
 			return err
 		}
-		if err := addWords(ctx, tx, c.ID, w.Words); err != nil {
+		ix := RecordTerms(c, w.Data)
+		if err := addWords(ctx, tx, c.ID, w.Words, ix); err != nil {
 			return err
 		}
 		data, err := json.Marshal(w.Data)
@@ -273,8 +280,8 @@ func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id 
 				return err
 			}
 		}
-		rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, unique_value = $4, updated_at = $5 WHERE r.id = $1 RETURNING `+recordColumns,
-			id, data, w.SearchText, w.UniqueValue, now), c.Name)
+		rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE records r SET data = $2, search_text = $3, unique_value = $4, updated_at = $5, terms = array_to_tsvector($6::text[]) WHERE r.id = $1 RETURNING `+recordColumns,
+			id, data, w.SearchText, w.UniqueValue, now, ix.Lexemes), c.Name)
 		return err
 	})
 	if err != nil {
@@ -289,8 +296,11 @@ func (s *Store) UpdateRecord(ctx context.Context, c orchestrator.Collection, id 
 	return rec, nil
 }
 
-// insertWords adds the words $6 to the vocabulary of collection $2 (a CTE of a record insert).
-const insertWords = `INSERT INTO record_words (collection_id, word) SELECT $2, unnest($6::text[]) ON CONFLICT DO NOTHING`
+// insertWords adds the spelling words $6, the stored words $7 and the keys $8 to the vocabularies
+// of collection $2 (the CTEs of a record insert).
+const insertWords = `words AS (INSERT INTO record_words (collection_id, word) SELECT $2, unnest($6::text[]) ON CONFLICT DO NOTHING),
+	vocab AS (INSERT INTO record_vocab (collection_id, word) SELECT $2, unnest($7::text[]) ON CONFLICT DO NOTHING),
+	keys AS (INSERT INTO record_keys (collection_id, key) SELECT $2, unnest($8::text[]) ON CONFLICT DO NOTHING)`
 
 // words returns a write's words, never nil.
 func words(w orchestrator.RecordWrite) []string {
@@ -300,12 +310,18 @@ func words(w orchestrator.RecordWrite) []string {
 	return w.Words
 }
 
-// addWords adds words (sorted, so concurrent writers lock them in one order) to a collection's vocabulary.
-func addWords(ctx context.Context, tx pgx.Tx, collectionID string, words []string) error {
-	if len(words) == 0 {
+// addWords adds spelling words and a record's stored words and keys (each sorted, so concurrent
+// writers lock them in one order) to a collection's vocabularies.
+func addWords(ctx context.Context, tx pgx.Tx, collectionID string, words []string, ix RecordIndex) error {
+	if len(words) == 0 && len(ix.Words) == 0 && len(ix.Keys) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, "INSERT INTO record_words (collection_id, word) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING", collectionID, words)
+	if words == nil {
+		words = []string{}
+	}
+	_, err := tx.Exec(ctx, `WITH words AS (INSERT INTO record_words (collection_id, word) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING),
+		vocab AS (INSERT INTO record_vocab (collection_id, word) SELECT $1, unnest($3::text[]) ON CONFLICT DO NOTHING)
+		INSERT INTO record_keys (collection_id, key) SELECT $1, unnest($4::text[]) ON CONFLICT DO NOTHING`, collectionID, words, ix.Words, ix.Keys)
 	return err
 }
 
@@ -340,7 +356,7 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 // QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
 // every match, counted in the same scan (a window count); only a page past the end counts apart.
 func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
-	q, err := s.ResolveSpelling(ctx, q)
+	q, err := s.ResolveWhere(ctx, q)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -413,6 +429,12 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 	if q.Since != nil {
 		conds = append(conds, "r.updated_at > "+arg(*q.Since))
 	}
+	// The index narrows the rows: one condition per group, which the index intersects.
+	for _, f := range q.Where {
+		for _, g := range f.Narrow {
+			conds = append(conds, "r.terms @@ "+arg(tsGroup(g))+"::tsquery")
+		}
+	}
 	for _, f := range q.Where {
 		col := quoteLiteral(f.Column)
 		switch f.Op {
@@ -447,53 +469,130 @@ func RecordQuerySQL(q orchestrator.RecordQuery) (string, []any) {
 // two to count as similar spelling.
 const SimilarSpelling = 0.45
 
-// ResolveSpelling looks up, in one query, the words of the collection's vocabulary spelled like
-// each word (3 characters or more) of the query's match terms, and returns the query with them in
-// each filter's Spelling. A query without match terms is returned as it is.
-func (s *Store) ResolveSpelling(ctx context.Context, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
-	var tokens []string
-	for _, f := range q.Where {
-		if f.Op == orchestrator.FilterMatch {
-			for _, t := range orchestrator.TermTokens(f.Text) {
-				if len([]rune(t)) >= 3 {
-					tokens = append(tokens, t)
-				}
-			}
-		}
-	}
-	if len(tokens) == 0 || len(q.Collections) != 1 {
+// ResolveWhere prepares the where terms of a query over one collection, in at most one query: for
+// match terms, the words of the collection's vocabulary spelled like each word (3 characters or
+// more) of the term (Spelling); for every term that can, the groups of index lexemes that narrow
+// it (Narrow): the exact values of an in term, the stored keys within a range, and the stored
+// words holding each word of a match term or one of its spellings.
+func (s *Store) ResolveWhere(ctx context.Context, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
+	if len(q.Collections) != 1 || len(q.Where) == 0 {
 		return q, nil
 	}
 	var collectionID string
 	for id := range q.Collections {
 		collectionID = id
 	}
-	rows, err := s.pool.Query(ctx, `SELECT t, w.word FROM unnest($2::text[]) AS t JOIN record_words w
-		ON w.collection_id = $1 AND w.word % t AND similarity(w.word, t) >= $3 AND w.word <> t ORDER BY t, w.word`, collectionID, tokens, SimilarSpelling)
-	if err != nil {
-		return q, fmt.Errorf("look up similar spellings: %w", err)
+	tokens := []string{}
+	var rangeTerms []int32
+	var los, his []string
+	for i, f := range q.Where {
+		switch f.Op {
+		case orchestrator.FilterMatch:
+			for _, t := range orchestrator.TermTokens(f.Text) {
+				if len([]rune(t)) >= 3 {
+					tokens = append(tokens, t)
+				}
+			}
+		case orchestrator.FilterRange:
+			lo, hi := uint64(0), uint64(math.MaxUint64)
+			ok := true
+			if f.Gte != nil {
+				lo, ok = orderKey(f.Type, f.Gte)
+			}
+			if f.Lte != nil && ok {
+				hi, ok = orderKey(f.Type, f.Lte)
+			}
+			if ok {
+				rangeTerms = append(rangeTerms, int32(i))
+				los = append(los, f.Column+":"+hexKey(lo))
+				his = append(his, f.Column+":"+hexKey(hi))
+			}
+		}
 	}
 	similar := map[string][]string{}
-	for rows.Next() {
-		var t, w string
-		if err := rows.Scan(&t, &w); err != nil {
-			rows.Close()
-			return q, fmt.Errorf("look up similar spellings: %w", err)
+	holders := map[string][]string{}
+	keys := map[int][]string{}
+	if len(tokens) > 0 || len(rangeTerms) > 0 {
+		// s: the similar spellings of each word; h: up to maxHolders+1 stored words holding each
+		// word or spelling the trigram index can look up (ASCII letters and digits); k: up to
+		// maxKeys+1 stored keys within each range.
+		rows, err := s.pool.Query(ctx, `WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
+			s AS (SELECT t.t, w.word FROM t JOIN record_words w ON w.collection_id = $1 AND w.word % t.t AND similarity(w.word, t.t) >= $3 AND w.word <> t.t),
+			a AS (SELECT t AS a FROM t UNION SELECT word FROM s)
+			SELECT 's', s.t, s.word FROM s
+			UNION ALL
+			SELECT 'h', a.a, h.word FROM a CROSS JOIN LATERAL (SELECT v.word FROM record_vocab v
+				WHERE v.collection_id = $1 AND v.word ILIKE '%' || a.a || '%' LIMIT $4) h
+			WHERE a.a ~ '^[a-z0-9]{3,}$'
+			UNION ALL
+			SELECT 'k', r.i::text, k.key FROM unnest($5::int[], $6::text[], $7::text[]) AS r(i, lo, hi) CROSS JOIN LATERAL (SELECT key FROM record_keys
+				WHERE collection_id = $1 AND key >= r.lo COLLATE "C" AND key <= r.hi COLLATE "C" ORDER BY key LIMIT $8) k
+			ORDER BY 1, 2, 3`, collectionID, tokens, SimilarSpelling, maxHolders+1, rangeTerms, los, his, maxKeys+1)
+		if err != nil {
+			return q, fmt.Errorf("prepare where terms: %w", err)
 		}
-		similar[t] = append(similar[t], w)
-	}
-	if err := rows.Err(); err != nil {
-		return q, fmt.Errorf("look up similar spellings: %w", err)
+		for rows.Next() {
+			var kind, t, w string
+			if err := rows.Scan(&kind, &t, &w); err != nil {
+				rows.Close()
+				return q, fmt.Errorf("prepare where terms: %w", err)
+			}
+			switch kind {
+			case "s":
+				similar[t] = append(similar[t], w)
+			case "h":
+				holders[t] = append(holders[t], w)
+			default:
+				i, _ := strconv.Atoi(t)
+				keys[i] = append(keys[i], w)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return q, fmt.Errorf("prepare where terms: %w", err)
+		}
 	}
 	where := make([]orchestrator.RecordFilter, len(q.Where))
 	copy(where, q.Where)
 	for i, f := range where {
-		if f.Op != orchestrator.FilterMatch {
-			continue
-		}
-		f.Spelling = map[string][]string{}
-		for _, t := range orchestrator.TermTokens(f.Text) {
-			f.Spelling[t] = similar[t]
+		p := termPrefix(collectionID, f.Column)
+		f.Narrow = nil
+		switch f.Op {
+		case orchestrator.FilterIn:
+			var lexemes []string
+			for _, v := range f.Values {
+				lex, ok := exactLexeme(p, f.Type, v)
+				if !ok {
+					lexemes = nil
+					break
+				}
+				lexemes = append(lexemes, lex)
+			}
+			if lexemes != nil {
+				f.Narrow = [][]string{group(p, lexemes)}
+			}
+		case orchestrator.FilterRange:
+			if ks := keys[i]; slices.Contains(rangeTerms, int32(i)) && len(ks) <= maxKeys {
+				lexemes := make([]string, len(ks))
+				for j, k := range ks {
+					lexemes[j] = p + "#" + strings.TrimPrefix(k, f.Column+":")
+				}
+				f.Narrow = [][]string{group(p, lexemes)}
+			}
+		case orchestrator.FilterMatch:
+			// Only an ASCII term narrows: then its words and the stored words holding them fold
+			// case the same way in Go and in the exact ILIKE test.
+			ascii := isASCII(f.Text)
+			f.Spelling = map[string][]string{}
+			for _, t := range orchestrator.TermTokens(f.Text) {
+				f.Spelling[t] = similar[t]
+				if hs, ok := tokenHolders(t, similar[t], holders); ok && ascii {
+					lexemes := make([]string, len(hs))
+					for j, h := range hs {
+						lexemes[j] = p + "w" + h
+					}
+					f.Narrow = append(f.Narrow, group(p, lexemes))
+				}
+			}
 		}
 		where[i] = f
 	}
@@ -501,10 +600,31 @@ func (s *Store) ResolveSpelling(ctx context.Context, q orchestrator.RecordQuery)
 	return q, nil
 }
 
+// tokenHolders returns the stored words holding a term word or one of its spellings, sorted and
+// distinct; false when a spelling cannot be looked up or is held by too many words to narrow.
+func tokenHolders(t string, spellings []string, holders map[string][]string) ([]string, bool) {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range append([]string{t}, spellings...) {
+		if !narrowableWord(a) || len(holders[a]) > maxHolders {
+			return nil, false
+		}
+		for _, h := range holders[a] {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, true
+}
+
 // matchSQL is a where term matching text, or an item of a text[] column, by substring or similar
 // spelling: the whole term as a substring, or each of its words as a substring or as one of the
-// collection's words spelled like it (f.Spelling, from ResolveSpelling). The whole-record test lets
-// the trigram index narrow the rows before the column test decides.
+// collection's words spelled like it (f.Spelling, from ResolveWhere). Unless the index terms
+// narrow the term (f.Narrow), a whole-record test lets the trigram index narrow the rows before
+// the column test decides.
 func matchSQL(f orchestrator.RecordFilter, col string, arg func(any) string) string {
 	whole := arg(likePattern(f.Text))
 	tokens := orchestrator.TermTokens(f.Text)
@@ -531,20 +651,22 @@ func matchSQL(f orchestrator.RecordFilter, col string, arg func(any) string) str
 		}
 		return fmt.Sprintf("(%s ILIKE %s OR (%s))", v, whole, strings.Join(words, " AND "))
 	}
-	pre := fmt.Sprintf("r.search_text ILIKE %s", whole)
-	if len(pats) > 0 {
+	pre := fmt.Sprintf("r.search_text ILIKE %s AND ", whole)
+	if len(f.Narrow) > 0 {
+		pre = "" // narrowed by the index terms
+	} else if len(pats) > 0 {
 		longest := 0
 		for i, tok := range tokens {
 			if len(tok) > len(tokens[longest]) {
 				longest = i
 			}
 		}
-		pre = fmt.Sprintf("(r.search_text ILIKE %s OR r.search_text ~* %s)", whole, pats[longest])
+		pre = fmt.Sprintf("(r.search_text ILIKE %s OR r.search_text ~* %s) AND ", whole, pats[longest])
 	}
 	if f.Type == orchestrator.ColTextList {
-		return pre + fmt.Sprintf(" AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE %s)", col, col, test("e.v"))
+		return pre + fmt.Sprintf("EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(r.data->%s) WHEN 'array' THEN r.data->%s ELSE '[]'::jsonb END) e(v) WHERE %s)", col, col, test("e.v"))
 	}
-	return pre + " AND " + test(fmt.Sprintf("(r.data->>%s)", col))
+	return pre + test(fmt.Sprintf("(r.data->>%s)", col))
 }
 
 // RecordOrder returns the ORDER BY of a checked query; ties break on id so pages are stable.

@@ -15,6 +15,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/tools/records"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type world struct {
 	t          *testing.T
 	ctx        context.Context
+	pool       *pgxpool.Pool
 	store      *postgres.Store
 	reg        *registry.Registry
 	a1, a2, b1 orchestrator.Agent
@@ -31,7 +33,8 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), store: postgres.NewStore(pgtest.NewDB(t)), reg: registry.New(),
+	pool := pgtest.NewDB(t)
+	w := &world{t: t, ctx: context.Background(), pool: pool, store: postgres.NewStore(pool), reg: registry.New(),
 		clock: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	agent := func(id, guild string) orchestrator.Agent {
