@@ -258,20 +258,26 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", root, err)
 	}
-	prev := make(map[string]*File, len(old))
-	for _, f := range old {
-		prev[f.Path] = f
-	}
 	g := &Graph{Root: root, Files: make([]*File, 0, len(list)), cache: cacheDir, counted: counted, names: names}
 	var todo []seen
+	var prev []*File // the stored file of each todo entry, nil when new
 	changed := len(old) != len(list)
+	// Both lists are sorted by path: walk them side by side instead of hashing every path.
+	oi := 0
 	for _, s := range list {
-		f := prev[s.rel]
+		for oi < len(old) && old[oi].Path < s.rel {
+			oi++
+		}
+		var f *File
+		if oi < len(old) && old[oi].Path == s.rel {
+			f = old[oi]
+		}
 		if f != nil && f.Size == s.size && f.Mtime == s.mtime && f.Lang == s.lang.Name {
 			g.Files = append(g.Files, f)
 			continue
 		}
 		todo = append(todo, s)
+		prev = append(prev, f)
 	}
 	parsed, missing, failed, err := parseAll(ctx, root, todo, prev)
 	if err != nil {
@@ -279,9 +285,9 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	}
 	if len(parsed) > 0 {
 		changed = true
+		g.Files = append(g.Files, parsed...)
+		sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Path < g.Files[j].Path })
 	}
-	g.Files = append(g.Files, parsed...)
-	sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Path < g.Files[j].Path })
 	g.Missing = missing
 	g.Failed = failed
 	g.Changed = len(parsed)

@@ -10,18 +10,21 @@ import (
 // (the tests of the worker path set it).
 var useWorker = false
 
-// parseAll brings the files in todo into the graph. A file whose content hash is the one prev holds
+// parseAll brings the files in todo into the graph. A file whose content hash is the one prev[i] holds
 // (only its mtime moved) keeps its parse without starting a parser; the rest are parsed in this
 // process when it has tree-sitter (cgo), else by guilds-code-parse. It returns the files parsed,
 // how many were left for lack of time, and the files the parser crashed on.
-func parseAll(ctx context.Context, root string, todo []seen, prev map[string]*File) ([]*File, int, []failure, error) {
+func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*File, int, []failure, error) {
 	if len(todo) == 0 {
 		return nil, 0, nil, nil
 	}
 	var kept []*File
 	need := todo[:0:0]
-	for _, s := range todo {
-		old := prev[s.rel]
+	for i, s := range todo {
+		var old *File
+		if i < len(prev) {
+			old = prev[i]
+		}
 		if old == nil || old.Lang != s.lang.Name {
 			need = append(need, s)
 			continue

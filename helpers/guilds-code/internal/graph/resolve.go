@@ -214,8 +214,8 @@ func (g *Graph) goImport(f *File, name string) ([]string, bool) {
 
 // goAliasMap binds each import's local name in f to the repository folders it maps to.
 func (g *Graph) goAliasMap(f *File) map[string][]string {
-	m := make(map[string][]string, len(f.Imports))
-	for _, im := range f.Imports {
+	m := make(map[string][]string, len(f.Imps()))
+	for _, im := range f.Imps() {
 		dirs := g.goImportDirs(im.Path)
 		alias := im.Alias
 		if alias == "" {
@@ -289,7 +289,7 @@ func (g *Graph) resolveModule(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 		if out := filter(cands, sameFileTop); len(out) > 0 {
 			return out, true
 		}
-		for _, im := range f.Imports {
+		for _, im := range f.Imps() {
 			local := im.Alias
 			if local == "" {
 				local = im.Name
@@ -314,7 +314,7 @@ func (g *Graph) resolveModule(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 			}
 		}
 	case isIdent(r.Recv):
-		for _, im := range f.Imports {
+		for _, im := range f.Imps() {
 			local := im.Alias
 			if local == "" {
 				if im.Name != "" {

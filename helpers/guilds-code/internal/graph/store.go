@@ -207,11 +207,16 @@ func encodeTo(w io.Writer, bs *blockSink, blocksName string, files []*File, coun
 		}
 		e.uv(uint64(pl.refOff))
 		e.uv(uint64(pl.refLen))
-		e.uv(uint64(len(f.Imports)))
-		for _, im := range f.Imports {
-			e.str(im.Alias)
-			e.str(im.Path)
-			e.str(im.Name)
+		if f.Imports == nil && f.impBlob != nil {
+			e.uv(uint64(f.nimps))
+			e.buf = append(e.buf, f.impBlob...)
+		} else {
+			e.uv(uint64(len(f.Imports)))
+			for _, im := range f.Imports {
+				e.str(im.Alias)
+				e.str(im.Path)
+				e.str(im.Name)
+			}
 		}
 		if len(e.buf) >= 1<<16 {
 			e.flush()
@@ -355,6 +360,36 @@ func (f *File) eachSym(fn func(si int, name, container, doc string, refs uint32)
 			fn(j, name, container, doc, refs)
 		}
 	}
+}
+
+// imports passes over a count and that many imports, returning their bytes and the count.
+func (d *decoder) imports() ([]byte, int) {
+	n := d.count(3)
+	start := d.off
+	for j := 0; j < 3*n && d.err == nil; j++ {
+		d.skip()
+	}
+	if d.err != nil {
+		return nil, 0
+	}
+	return d.buf[start:d.off:d.off], n
+}
+
+// Imps returns the file's imports, decoding them on first use.
+func (f *File) Imps() []Import {
+	if f.Imports != nil || f.nimps == 0 {
+		return f.Imports
+	}
+	d := decoder{buf: f.impBlob}
+	imps := make([]Import, f.nimps)
+	for j := range imps {
+		imps[j] = Import{Alias: d.str(), Path: d.str(), Name: d.str()}
+	}
+	if d.err != nil {
+		imps = []Import{}
+	}
+	f.Imports = imps
+	return imps
 }
 
 // Syms returns the file's symbols, decoding them on first use; a damaged block reads as unnamed
@@ -751,8 +786,10 @@ func decodeGraph(buf, blocks []byte) ([]*File, bool, nameIndex, error) {
 	}
 	n := d.count(8)
 	files := make([]*File, 0, n)
+	slab := make([]File, n) // one allocation for the whole table
 	for i := 0; i < n && d.err == nil; i++ {
-		f := &File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
+		f := &slab[i]
+		*f = File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
 		ns := d.uv()
 		f.symBlob, f.symOff = block()
 		if ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0 {
@@ -763,11 +800,7 @@ func decodeGraph(buf, blocks []byte) ([]*File, bool, nameIndex, error) {
 			f.bloom[k] = d.u64()
 		}
 		f.refBlob, f.refOff = block()
-		ni := d.count(3)
-		f.Imports = make([]Import, ni)
-		for j := 0; j < ni && d.err == nil; j++ {
-			f.Imports[j] = Import{Alias: d.str(), Path: d.str(), Name: d.str()}
-		}
+		f.impBlob, f.nimps = d.imports()
 		if d.err == nil && LangNamed(f.Lang) == nil {
 			d.fail("language")
 		}

@@ -34,8 +34,9 @@ func normalize(files []*File) []File {
 	for i, f := range files {
 		f.Syms()
 		f.LoadRefs()
+		f.Imps()
 		c := *f
-		c.refBlob, c.symBlob, c.nsyms, c.symOff, c.refOff = nil, nil, 0, 0, 0
+		c.refBlob, c.symBlob, c.nsyms, c.symOff, c.refOff, c.impBlob, c.nimps = nil, nil, 0, 0, 0, nil, 0
 		if len(c.Symbols) == 0 {
 			c.Symbols = nil
 		}

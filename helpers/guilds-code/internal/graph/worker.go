@@ -135,13 +135,7 @@ func decodeRecord(b []byte, f *File) error {
 		f.bloom[k] = d.u64()
 	}
 	f.refBlob = d.blob()
-	ni := d.count(3)
-	if ni > 0 {
-		f.Imports = make([]Import, ni)
-		for j := 0; j < ni && d.err == nil; j++ {
-			f.Imports[j] = Import{Alias: d.str(), Path: d.str(), Name: d.str()}
-		}
-	}
+	f.impBlob, f.nimps = d.imports()
 	if d.err == nil && d.off != len(b) {
 		d.fail("record length")
 	}
