@@ -136,7 +136,9 @@ func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startServer(ctx, p.bwrap, args)
+	// The sandbox outlives this call and serves the agent's next ones: the call's cancellation or
+	// short timeout does not abort its start (serverStartTimeout bounds it).
+	srv, err := startServer(context.WithoutCancel(ctx), p.bwrap, args)
 	if err != nil {
 		return nil, err
 	}

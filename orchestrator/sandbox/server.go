@@ -164,6 +164,9 @@ type remote struct {
 // start asks the server to run req with the given stdio; it returns once the command runs. An
 // error wrapping errServerGone means the command never started because the server is gone.
 func (s *server) start(ctx context.Context, req sandboxd.Request, stdin, stdout, stderr *os.File) (*remote, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // a call cancelled already does not run at all
+	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode the command: %w", err)

@@ -146,6 +146,18 @@ func TestServerCancelKillsGroupAndStartSignals(t *testing.T) {
 	bw := bwrapOnly(t, nil)
 	box, _ := bw.Open(context.Background(), "agt_s")
 	ctx, cancel := context.WithCancel(context.Background())
+	// A cancellation while the sandbox starts does not abort the start; the command then never runs.
+	cancel()
+	if _, err := box.Exec(ctx, ExecRequest{Argv: []string{"true"}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("exec with a cancelled context: %v", err)
+	}
+	bw.mu.Lock()
+	started := bw.servers["agt_s"].srv != nil
+	bw.mu.Unlock()
+	if !started {
+		t.Fatal("the sandbox did not start for a cancelled call")
+	}
+	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	_, err := box.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "sleep 34.2 & sleep 34.2; wait"}})
 	if !errors.Is(err, context.Canceled) {
