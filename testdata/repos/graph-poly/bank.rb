@@ -9,6 +9,18 @@ module Bank
     def deposit(amount)
       validate(amount)
       @balance += amount
+      audit
+    end
+
+    # audit calls entries with a receiver and no parentheses; the bare entries is its variable.
+    def audit
+      entries = 0
+      entries
+      self.entries
+    end
+
+    def entries
+      @balance
     end
 
     def validate(amount)

@@ -2,11 +2,139 @@
 
 package graph
 
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdbool.h>
+
+// The part of the tree-sitter C API the extractor calls. github.com/smacker/go-tree-sitter compiles
+// and links the library (its api.h declares the same); calling it directly costs one cgo call per
+// file instead of several per node and capture.
+typedef struct TSLanguage TSLanguage;
+typedef struct TSParser TSParser;
+typedef struct TSTree TSTree;
+typedef struct TSQuery TSQuery;
+typedef struct TSQueryCursor TSQueryCursor;
+typedef struct { uint32_t row, column; } TSPoint;
+typedef struct { uint32_t context[4]; const void *id; const TSTree *tree; } TSNode;
+typedef struct { TSNode node; uint32_t index; } TSQueryCapture;
+typedef struct { uint32_t id; uint16_t pattern_index; uint16_t capture_count; const TSQueryCapture *captures; } TSQueryMatch;
+TSParser *ts_parser_new(void);
+void ts_parser_delete(TSParser *self);
+bool ts_parser_set_language(TSParser *self, const TSLanguage *language);
+void ts_parser_set_cancellation_flag(TSParser *self, const size_t *flag);
+void ts_parser_reset(TSParser *self);
+TSTree *ts_parser_parse_string(TSParser *self, const TSTree *old_tree, const char *string, uint32_t length);
+void ts_tree_delete(TSTree *self);
+TSNode ts_tree_root_node(const TSTree *self);
+uint32_t ts_node_start_byte(TSNode self);
+uint32_t ts_node_end_byte(TSNode self);
+TSPoint ts_node_start_point(TSNode self);
+TSPoint ts_node_end_point(TSNode self);
+bool ts_node_is_null(TSNode self);
+TSNode ts_node_child_by_field_id(TSNode self, uint16_t field_id);
+uint16_t ts_language_field_id_for_name(const TSLanguage *self, const char *name, uint32_t name_length);
+uint32_t ts_language_symbol_count(const TSLanguage *self);
+TSQueryCursor *ts_query_cursor_new(void);
+void ts_query_cursor_delete(TSQueryCursor *self);
+void ts_query_cursor_exec(TSQueryCursor *self, const TSQuery *query, TSNode node);
+bool ts_query_cursor_next_match(TSQueryCursor *self, TSQueryMatch *match);
+uint32_t ts_query_capture_count(const TSQuery *self);
+
+// gx is one extractor's parser, query cursor, cancellation flag and match buffer.
+typedef struct {
+	TSParser *parser;
+	TSQueryCursor *cursor;
+	size_t cancel;
+	uint32_t *buf;
+	size_t len, cap;
+} gx;
+
+static gx *gx_new(void) {
+	gx *g = calloc(1, sizeof(gx));
+	if (!g) return NULL;
+	g->parser = ts_parser_new();
+	g->cursor = ts_query_cursor_new();
+	ts_parser_set_cancellation_flag(g->parser, &g->cancel);
+	return g;
+}
+
+static void gx_free(gx *g) {
+	ts_query_cursor_delete(g->cursor);
+	ts_parser_delete(g->parser);
+	free(g->buf);
+	free(g);
+}
+
+static bool gx_grow(gx *g, size_t need) {
+	if (g->len + need <= g->cap) return true;
+	size_t cap = g->cap ? g->cap * 2 : 1 << 16;
+	while (cap < g->len + need) cap *= 2;
+	uint32_t *b = realloc(g->buf, cap * sizeof(uint32_t));
+	if (!b) return false;
+	g->buf = b;
+	g->cap = cap;
+	return true;
+}
+
+// gx_run parses src and, when q is set, runs the query over the tree and records every match in buf:
+// the pattern index and capture count, then for each capture its id, start and end byte, start and end
+// row, and for captures flagged in body_of the start byte + 1 of the node's body field (0 when none).
+// It returns 0, 1 when there is no tree (cancelled), 2 when out of memory, 3 for a grammar the
+// library cannot load.
+static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *src, uint32_t n,
+		const uint8_t *body_of, uint16_t body) {
+	g->len = 0;
+	if (!ts_parser_set_language(g->parser, lang)) return 3;
+	TSTree *t = ts_parser_parse_string(g->parser, NULL, n ? src : "", n);
+	if (!t) {
+		ts_parser_reset(g->parser);
+		return 1;
+	}
+	int rc = 0;
+	if (q) {
+		ts_query_cursor_exec(g->cursor, q, ts_tree_root_node(t));
+		TSQueryMatch m;
+		while (ts_query_cursor_next_match(g->cursor, &m)) {
+			if (!gx_grow(g, 2 + 6 * (size_t)m.capture_count)) {
+				rc = 2;
+				break;
+			}
+			uint32_t *o = g->buf + g->len;
+			*o++ = m.pattern_index;
+			*o++ = m.capture_count;
+			for (uint16_t i = 0; i < m.capture_count; i++) {
+				TSNode nd = m.captures[i].node;
+				uint32_t id = m.captures[i].index;
+				*o++ = id;
+				*o++ = ts_node_start_byte(nd);
+				*o++ = ts_node_end_byte(nd);
+				*o++ = ts_node_start_point(nd).row;
+				*o++ = ts_node_end_point(nd).row;
+				uint32_t b = 0;
+				if (body && body_of[id]) {
+					TSNode bn = ts_node_child_by_field_id(nd, body);
+					if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
+				}
+				*o++ = b;
+			}
+			g->len = o - g->buf;
+		}
+	}
+	ts_tree_delete(t);
+	return rc;
+}
+*/
+import "C"
+
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	sitter "github.com/smacker/go-tree-sitter"
 )
@@ -20,128 +148,268 @@ func kindNamed(s string) (Kind, bool) {
 	return 0, false
 }
 
-type defHit struct {
-	node     *sitter.Node
-	name     string
-	nameAt   uint32
-	kind     Kind
-	recvType string
-	start    uint32
-	end      uint32
+// capRole is what a capture name means to the extractor; the query files use these names.
+type capRole uint8
+
+const (
+	roleNone        capRole = iota
+	roleName                // @name: the defined name
+	roleDef                 // @def.<kind>: the whole definition
+	roleDecl                // @decl.<kind>: a declaration only (C++ method in its class); a definition elsewhere in the file replaces it
+	roleRecvType            // @recv.type: the type a method is defined on outside it (Go receiver, C++ Type::)
+	roleImplTrait           // @impl.trait: the trait a Rust impl block implements
+	roleTypeBody            // @type.body: a Go type's underlying type (struct, interface)
+	roleCall                // @call: a call site
+	roleCallName            // @call.name
+	roleCallRecv            // @call.recv
+	roleCallBare            // @call.bare: a bare name that calls a method unless it names a variable of its scope (Ruby)
+	roleAssign              // @assign.name: a variable or parameter of its scope (Ruby)
+	roleImport              // @import
+	roleImportPath          // @import.path
+	roleImportAlias         // @import.alias
+	roleImportName          // @import.name
+	rolePackage             // @package
+	roleLocalName           // @local.name: a variable whose type the syntax states
+	roleLocalType           // @local.type
+)
+
+var roleNames = map[string]capRole{
+	"name": roleName, "recv.type": roleRecvType, "impl.trait": roleImplTrait, "type.body": roleTypeBody,
+	"call": roleCall, "call.name": roleCallName, "call.recv": roleCallRecv, "call.bare": roleCallBare,
+	"assign.name": roleAssign, "import": roleImport, "import.path": roleImportPath, "import.alias": roleImportAlias,
+	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
+}
+
+// plan is a language's grammar and query as the C side takes them, with each capture's role.
+type plan struct {
+	lang   *C.TSLanguage
+	query  *C.TSQuery
+	roles  []capRole
+	kinds  []Kind // the kind of each @def./@decl. capture
+	bodyOf []byte // 1 for the captures whose body field start is recorded
+	body   C.uint16_t
 }
 
 // Extractor parses files of every language; it is not safe for concurrent use.
 type Extractor struct {
-	parser *sitter.Parser
-	cursor *sitter.QueryCursor
+	g     *C.gx
+	plans map[*Lang]*plan
+
+	// Reused between files.
+	defs   []defHit
+	refs   []refHit
+	locals []localHit
+	bare   []assignHit
 }
 
-// NewExtractor returns an extractor with its own parser.
+type defHit struct {
+	name     string
+	nameAt   uint32
+	kind     Kind
+	decl     bool
+	recvType string
+	trait    string
+	start    uint32 // bytes
+	end      uint32
+	startRow uint32
+	endRow   uint32
+	body     uint32 // start byte + 1 of the body, 0 when none
+	typeBody uint32 // start byte + 1 of a Go type's underlying type
+}
+
+type refHit struct {
+	at   uint32
+	name string
+	recv string
+	line uint32
+	bare bool
+}
+
+type localHit struct {
+	at        uint32
+	name, typ string
+}
+
+type assignHit struct {
+	at   uint32
+	name string
+}
+
+// NewExtractor returns an extractor with its own parser and query cursor.
 func NewExtractor() *Extractor {
-	return &Extractor{parser: sitter.NewParser(), cursor: sitter.NewQueryCursor()}
+	return &Extractor{g: C.gx_new(), plans: map[*Lang]*plan{}}
 }
 
 // Close frees the parser.
 func (x *Extractor) Close() {
-	x.cursor.Close()
-	x.parser.Close()
+	if x.g != nil {
+		C.gx_free(x.g)
+		x.g = nil
+	}
 }
 
-// Parse parses src with the language's grammar only (no extraction); benchmarks use it as the baseline.
+// cPointer reads the C handle a go-tree-sitter value keeps as its first field (sitter.Language.ptr,
+// sitter.Query.c); langs_test.go checks it against the binding's own answers.
+func cPointer[T any](v *T) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(v)) }
+
+func (x *Extractor) plan(l *Lang) (*plan, error) {
+	if p := x.plans[l]; p != nil {
+		return p, nil
+	}
+	lang, q, err := l.load()
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{lang: (*C.TSLanguage)(cPointer[sitter.Language](lang)), query: (*C.TSQuery)(cPointer[sitter.Query](q))}
+	if n := int(C.ts_query_capture_count(p.query)); n != len(l.names) || C.ts_language_symbol_count(p.lang) != C.uint32_t(lang.SymbolCount()) {
+		return nil, fmt.Errorf("query for %s: the tree-sitter binding does not hold its handles where this build expects them; rebuild with the go-tree-sitter version go.mod names", l.Name)
+	}
+	p.roles = make([]capRole, len(l.names))
+	p.kinds = make([]Kind, len(l.names))
+	p.bodyOf = make([]byte, len(l.names)+1)
+	for i, name := range l.names {
+		role, kind := roleNames[name], Kind(0)
+		if k, ok := strings.CutPrefix(name, "def."); ok {
+			role = roleDef
+			kind, ok = kindNamed(k)
+			if !ok {
+				return nil, fmt.Errorf("query for %s: unknown kind in capture @%s", l.Name, name)
+			}
+		} else if k, ok := strings.CutPrefix(name, "decl."); ok {
+			role = roleDecl
+			kind, ok = kindNamed(k)
+			if !ok {
+				return nil, fmt.Errorf("query for %s: unknown kind in capture @%s", l.Name, name)
+			}
+		}
+		p.roles[i], p.kinds[i] = role, kind
+		if role == roleDef || role == roleDecl {
+			p.bodyOf[i] = 1
+		}
+	}
+	body := C.CString("body")
+	p.body = C.ts_language_field_id_for_name(p.lang, body, 4)
+	C.free(unsafe.Pointer(body))
+	x.plans[l] = p
+	return p, nil
+}
+
+// run parses src (and runs the language's query when query is set) in one call into C, and returns
+// the recorded matches (see gx_run), valid until the next call.
+func (x *Extractor) run(ctx context.Context, p *plan, src []byte, query bool) ([]uint32, error) {
+	if x.g == nil {
+		return nil, errors.New("no tree-sitter parser: the extractor is closed or could not allocate one")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	flag := (*uintptr)(unsafe.Pointer(&x.g.cancel))
+	atomic.StoreUintptr(flag, 0)
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { atomic.StoreUintptr(flag, 1) })
+		defer stop()
+	}
+	var s *C.char
+	if len(src) > 0 {
+		s = (*C.char)(unsafe.Pointer(&src[0]))
+	}
+	q := p.query
+	if !query {
+		q = nil
+	}
+	switch C.gx_run(x.g, p.lang, q, s, C.uint32_t(len(src)), (*C.uint8_t)(unsafe.Pointer(&p.bodyOf[0])), p.body) {
+	case 0:
+	case 1:
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("tree-sitter returned no tree")
+	case 2:
+		return nil, errors.New("out of memory while matching the query")
+	default:
+		return nil, errors.New("tree-sitter cannot load this grammar")
+	}
+	if x.g.len == 0 {
+		return nil, nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(x.g.buf)), int(x.g.len)), nil
+}
+
+// Parse parses src with the language's grammar only (no query, no extraction); benchmarks use it as the baseline.
 func (x *Extractor) Parse(ctx context.Context, l *Lang, src []byte) error {
-	lang, _, err := l.load()
+	p, err := x.plan(l)
 	if err != nil {
 		return err
 	}
-	x.parser.SetLanguage(lang)
-	tree, err := x.parser.ParseCtx(ctx, nil, src)
-	if err != nil {
+	if _, err := x.run(ctx, p, src, false); err != nil {
 		return fmt.Errorf("parse: %w", err)
 	}
-	tree.Close()
 	return nil
 }
 
 // Extract parses src and fills f's symbols, refs, imports and package.
 func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) error {
-	lang, q, err := l.load()
+	p, err := x.plan(l)
 	if err != nil {
 		return err
 	}
-	x.parser.SetLanguage(lang)
-	tree, err := x.parser.ParseCtx(ctx, nil, src)
+	buf, err := x.run(ctx, p, src, true)
 	if err != nil {
 		return fmt.Errorf("parse %s: %w", f.Path, err)
 	}
-	defer tree.Close()
-	root := tree.RootNode()
-
-	var defs []defHit
-	type refHit struct {
-		at   uint32
-		name string
-		recv string
-		line uint32
-	}
-	var refs []refHit
-	type localHit struct {
-		at        uint32
-		name, typ string
-	}
-	var locals []localHit
+	defs, refs, locals, assigned := x.defs[:0], x.refs[:0], x.locals[:0], x.bare[:0]
 	imports := f.Imports[:0]
 	f.Pkg = ""
-	x.cursor.Exec(q, root)
-	for {
-		m, ok := x.cursor.NextMatch()
-		if !ok {
-			break
-		}
+	for i := 0; i+2 <= len(buf); {
+		n := int(buf[i+1])
+		caps := buf[i+2 : i+2+6*n]
+		i += 2 + 6*n
 		var d defHit
 		var r refHit
 		var im Import
-		var isDef, isRef, isImport bool
 		var loc localHit
-		for _, c := range m.Captures {
-			n := c.Node
-			cname := l.names[c.Index]
-			switch {
-			case cname == "name":
-				d.name = n.Content(src)
-				d.nameAt = n.StartByte()
-			case strings.HasPrefix(cname, "def."):
-				if k, ok := kindNamed(cname[4:]); ok {
-					isDef = true
-					d.kind = k
-					d.node = n
-					d.start = n.StartByte()
-					d.end = n.EndByte()
-				}
-			case cname == "recv.type":
-				d.recvType = lastSegment(n.Content(src))
-			case cname == "call":
+		var isDef, isRef, isImport bool
+		for c := 0; c+6 <= len(caps); c += 6 {
+			id, sb, eb := caps[c], caps[c+1], caps[c+2]
+			switch p.roles[id] {
+			case roleName:
+				d.name, d.nameAt = string(src[sb:eb]), sb
+			case roleDef, roleDecl:
+				isDef = true
+				d.kind, d.decl = p.kinds[id], p.roles[id] == roleDecl
+				d.start, d.end, d.startRow, d.endRow, d.body = sb, eb, caps[c+3], caps[c+4], caps[c+5]
+			case roleRecvType:
+				d.recvType = lastSegment(string(src[sb:eb]))
+			case roleImplTrait:
+				d.trait = oneLine(string(src[sb:eb]))
+			case roleTypeBody:
+				d.typeBody = sb + 1
+			case roleCall:
 				isRef = true
-				r.at = n.StartByte()
-				r.line = n.StartPoint().Row + 1
-			case cname == "call.name":
-				r.name = n.Content(src)
-			case cname == "call.recv":
-				r.recv = clip(oneLine(n.Content(src)), 80)
-			case cname == "import":
+				r.at, r.line = sb, caps[c+3]+1
+			case roleCallBare:
+				isRef = true
+				r.at, r.line, r.name, r.bare = sb, caps[c+3]+1, string(src[sb:eb]), true
+			case roleCallName:
+				r.name = string(src[sb:eb])
+			case roleCallRecv:
+				r.recv = clip(oneLine(string(src[sb:eb])), 80)
+			case roleAssign:
+				assigned = append(assigned, assignHit{at: sb, name: string(src[sb:eb])})
+			case roleImport:
 				isImport = true
-			case cname == "import.path":
-				im.Path = strings.Trim(n.Content(src), "\"'`")
-			case cname == "import.alias":
-				im.Alias = n.Content(src)
-			case cname == "import.name":
-				im.Name = n.Content(src)
-			case cname == "package":
-				f.Pkg = n.Content(src)
-			case cname == "local.name":
-				loc.name = n.Content(src)
-				loc.at = n.StartByte()
-			case cname == "local.type":
-				loc.typ = strings.TrimPrefix(n.Content(src), "*")
+			case roleImportPath:
+				im.Path = strings.Trim(string(src[sb:eb]), "\"'`")
+			case roleImportAlias:
+				im.Alias = string(src[sb:eb])
+			case roleImportName:
+				im.Name = string(src[sb:eb])
+			case rolePackage:
+				f.Pkg = string(src[sb:eb])
+			case roleLocalName:
+				loc.name, loc.at = string(src[sb:eb]), sb
+			case roleLocalType:
+				loc.typ = strings.TrimPrefix(string(src[sb:eb]), "*")
 			}
 		}
 		switch {
@@ -155,6 +423,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			locals = append(locals, loc)
 		}
 	}
+	x.defs, x.refs, x.locals, x.bare = defs, refs, locals, assigned
 	f.Imports = imports
 
 	// One definition per name node (the first pattern wins), ordered by position.
@@ -164,8 +433,9 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		return defs[i].end > defs[j].end
 	})
-	seen := map[uint32]int{}
+	seen := make(map[uint32]int, len(defs))
 	kept := defs[:0]
+	var outOfClass map[string]bool // C++ methods defined outside their class: Type.name
 	for _, d := range defs {
 		if i, ok := seen[d.nameAt]; ok {
 			// A function bound to a constant is a function.
@@ -176,6 +446,12 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		seen[d.nameAt] = len(kept)
 		kept = append(kept, d)
+		if d.recvType != "" && l.Name == "cpp" {
+			if outOfClass == nil {
+				outOfClass = map[string]bool{}
+			}
+			outOfClass[d.recvType+"."+d.name] = true
+		}
 	}
 	defs = kept
 
@@ -184,7 +460,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	var starts, ends []uint32
 	type open struct {
 		end  uint32
-		sym  int32 // index into f.Symbols, -1 for an impl block
+		sym  int32 // index into f.Symbols
 		name string
 		kind Kind
 	}
@@ -209,19 +485,16 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		if (d.kind == KindConst || d.kind == KindVar) && inFunc {
 			continue
 		}
-		if d.kind == kindImpl {
-			stack = append(stack, open{end: d.end, sym: -1, name: d.name, kind: kindImpl})
+		k := d.kind
+		if d.decl && outOfClass[container+"."+d.name] {
+			// The definition below its class stands for the method: one symbol, the definition's span.
 			continue
 		}
-		k := d.kind
-		if k == KindType && l.Name == "go" {
-			if t := d.node.ChildByFieldName("type"); t != nil {
-				switch t.Type() {
-				case "struct_type":
-					k = KindStruct
-				case "interface_type":
-					k = KindInterface
-				}
+		if k == KindType && d.typeBody > 0 {
+			if b := src[d.typeBody-1:]; hasWordPrefix(b, "struct") {
+				k = KindStruct
+			} else if hasWordPrefix(b, "interface") {
+				k = KindInterface
 			}
 		}
 		if d.recvType != "" {
@@ -233,14 +506,22 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		if k == KindMethod && container == "" {
 			k = KindFunction
 		}
+		name, scope := d.name, d.name
+		if k == kindImpl {
+			// An impl block is listed as itself; the methods in it belong to its type.
+			name, container = "impl "+d.name, ""
+			if d.trait != "" {
+				name = "impl " + d.trait + " for " + d.name
+			}
+		}
 		sym := Symbol{
-			Name: d.name, Kind: k, Container: container, Parent: parent,
-			Start: d.node.StartPoint().Row + 1, End: d.node.EndPoint().Row + 1,
-			Sig: signature(d.node, src, l.Name, k), Doc: docOf(d.node, src),
+			Name: name, Kind: k, Container: container, Parent: parent,
+			Start: d.startRow + 1, End: d.endRow + 1,
+			Sig: signature(src, d, l.Name, k), Doc: docFor(src, d, l.Name),
 		}
 		f.Symbols = append(f.Symbols, sym)
 		starts, ends = append(starts, d.start), append(ends, d.end)
-		stack = append(stack, open{end: d.end, sym: int32(len(f.Symbols) - 1), name: d.name, kind: k})
+		stack = append(stack, open{end: d.end, sym: int32(len(f.Symbols) - 1), name: scope, kind: k})
 	}
 
 	// Attach each call site and local to its innermost enclosing symbol.
@@ -254,9 +535,24 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		return -1
 	}
+	var vars map[int32]map[string]bool // Ruby: names assigned or bound as parameters, by enclosing symbol
+	if len(assigned) > 0 {
+		vars = map[int32]map[string]bool{}
+		for _, a := range assigned {
+			s := enclosing(a.at)
+			if vars[s] == nil {
+				vars[s] = map[string]bool{}
+			}
+			vars[s][a.name] = true
+		}
+	}
 	f.Refs = f.Refs[:0]
 	for _, r := range refs {
-		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: enclosing(r.at)})
+		from := enclosing(r.at)
+		if r.bare && vars[from][r.name] {
+			continue // a variable of its scope, not a call
+		}
+		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
 	sort.SliceStable(f.Refs, func(i, j int) bool { return f.Refs[i].Line < f.Refs[j].Line })
 	for _, lc := range locals {
@@ -267,11 +563,23 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	return nil
 }
 
+// hasWordPrefix reports whether b starts with word followed by something that cannot continue a name.
+func hasWordPrefix(b []byte, word string) bool {
+	if len(b) < len(word) || string(b[:len(word)]) != word {
+		return false
+	}
+	if len(b) == len(word) {
+		return true
+	}
+	c := b[len(word)]
+	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+}
+
 // signature is the declaration text before the body, collapsed onto one line.
-func signature(n *sitter.Node, src []byte, lang string, k Kind) string {
-	start, end := n.StartByte(), n.EndByte()
-	if body := n.ChildByFieldName("body"); body != nil && body.StartByte() > start {
-		end = body.StartByte()
+func signature(src []byte, d defHit, lang string, k Kind) string {
+	start, end := d.start, d.end
+	if d.body > 0 && d.body-1 > start {
+		end = d.body - 1
 	}
 	if k.typeLike() || k == KindConst || k == KindVar {
 		if nl := indexByte(src[start:end], '\n'); nl >= 0 {
@@ -295,44 +603,108 @@ func signature(n *sitter.Node, src []byte, lang string, k Kind) string {
 	return clip(s, 200)
 }
 
-// docOf returns the first line of the comment right above n (or its wrapping declaration), or a Python docstring.
-func docOf(n *sitter.Node, src []byte) string {
-	if body := n.ChildByFieldName("body"); body != nil && n.Type() == "function_definition" || n.Type() == "class_definition" {
-		if body != nil && body.NamedChildCount() > 0 {
-			first := body.NamedChild(0)
-			if first.Type() == "expression_statement" && first.NamedChildCount() > 0 && first.NamedChild(0).Type() == "string" {
-				return firstDocLine(first.NamedChild(0).Content(src))
-			}
+// docFor is the first line of a Python docstring, else of the comment block right above the definition.
+func docFor(src []byte, d defHit, lang string) string {
+	if lang == "python" && d.body > 0 && (d.kind == KindFunction || d.kind == KindClass) {
+		if s := pyDocstring(src[d.body-1:]); s != "" {
+			return firstDocLine(s)
 		}
 	}
-	cur := n
-	for i := 0; i < 2 && cur != nil; i++ {
-		prev := cur.PrevSibling()
-		if prev != nil && strings.Contains(prev.Type(), "comment") && prev.EndPoint().Row+1 >= cur.StartPoint().Row {
-			// Walk up to the first comment of a contiguous block.
-			top := prev
-			for {
-				p := top.PrevSibling()
-				if p == nil || !strings.Contains(p.Type(), "comment") || p.EndPoint().Row+1 < top.StartPoint().Row {
-					break
-				}
-				top = p
+	return docAbove(src, d.start, lang)
+}
+
+// pyDocstring is the string literal a Python body starts with, quotes included, or "".
+func pyDocstring(b []byte) string {
+	i := 0
+	for i < len(b) && i < 3 && strings.IndexByte("rRuUbB", b[i]) >= 0 {
+		i++
+	}
+	if i >= len(b) || b[i] != '"' && b[i] != '\'' {
+		return ""
+	}
+	q := string(b[i : i+1])
+	if i+3 <= len(b) && string(b[i:i+3]) == q+q+q {
+		q += q + q
+	}
+	end := strings.Index(string(b[i+len(q):min(len(b), i+len(q)+4096)]), q)
+	if end < 0 {
+		return ""
+	}
+	lit := string(b[:i+len(q)+end+len(q)])
+	if len(q) == 1 && strings.ContainsRune(lit, '\n') {
+		return ""
+	}
+	return lit
+}
+
+// lineComment is how a line comment starts in each language; C-family languages also have /* */ blocks.
+var lineComment = map[string]string{
+	"python": "#", "ruby": "#", "bash": "#",
+}
+
+// blockComments reports whether the language has /* */ comments.
+func blockComments(lang string) bool { return lineComment[lang] == "" }
+
+// isAttribute reports whether a trimmed line is a decorator, annotation or attribute that sits between a
+// definition and its doc comment.
+func isAttribute(line, lang string) bool {
+	switch lang {
+	case "python", "java", "kotlin", "javascript", "typescript", "tsx":
+		return strings.HasPrefix(line, "@")
+	case "rust", "php":
+		return strings.HasPrefix(line, "#[")
+	case "csharp":
+		return strings.HasPrefix(line, "[")
+	case "cpp":
+		return strings.HasPrefix(line, "template")
+	}
+	return false
+}
+
+// docAbove returns the first line of the comment block that ends on the line right above the one holding
+// start (decorators and attributes in between are skipped), or "".
+func docAbove(src []byte, start uint32, lang string) string {
+	marker := lineComment[lang]
+	if marker == "" {
+		marker = "//"
+	}
+	block := blockComments(lang)
+	end := lineStartAt(src, int(start)) // the start of the definition's line
+	top := -1                           // start of the topmost comment line so far
+	inBlock := false
+	for end > 0 {
+		ls := lineStartAt(src, end-1)
+		line := strings.TrimSpace(string(src[ls : end-1]))
+		switch {
+		case inBlock:
+			if strings.Contains(line, "/*") {
+				inBlock = false
 			}
-			return firstDocLine(top.Content(src))
-		}
-		parent := cur.Parent()
-		if parent == nil || parent.StartPoint().Row != cur.StartPoint().Row && prev != nil {
-			break
-		}
-		switch parent.Type() {
-		case "type_declaration", "const_declaration", "var_declaration", "export_statement", "decorated_definition",
-			"lexical_declaration", "variable_declaration", "template_declaration":
-			cur = parent
+		case block && strings.HasSuffix(line, "*/"):
+			inBlock = !strings.Contains(line, "/*")
+		case strings.HasPrefix(line, marker) && !(lang == "php" && strings.HasPrefix(line, "#[")):
+		case top < 0 && line != "" && isAttribute(line, lang):
+			end = ls
+			continue
 		default:
-			return ""
+			end = 0
+			continue
 		}
+		top, end = ls, ls
 	}
-	return ""
+	if top < 0 {
+		return ""
+	}
+	stop := lineStartAt(src, int(start))
+	return firstDocLine(string(src[top:stop]))
+}
+
+// lineStartAt is the offset of the first byte of the line holding offset at.
+func lineStartAt(src []byte, at int) int {
+	for at > 0 && src[at-1] != '\n' {
+		at--
+	}
+	return at
 }
 
 func firstDocLine(s string) string {

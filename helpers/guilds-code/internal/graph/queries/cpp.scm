@@ -5,7 +5,7 @@
 (function_definition declarator: (function_declarator declarator: (qualified_identifier scope: (_) @recv.type name: [(identifier) (destructor_name) (operator_name)] @name))) @def.method
 (function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (qualified_identifier scope: (_) @recv.type name: (identifier) @name)))) @def.method
 (function_definition declarator: (reference_declarator (function_declarator declarator: (qualified_identifier scope: (_) @recv.type name: (identifier) @name)))) @def.method
-(field_declaration declarator: (function_declarator declarator: (field_identifier) @name)) @def.method
+(field_declaration declarator: (function_declarator declarator: (field_identifier) @name)) @decl.method
 (class_specifier name: (type_identifier) @name body: (_)) @def.class
 (struct_specifier name: (type_identifier) @name body: (_)) @def.struct
 (union_specifier name: (type_identifier) @name body: (_)) @def.struct

@@ -7,7 +7,7 @@
     (generic_type type: (type_identifier) @recv.type)
     (pointer_type (generic_type type: (type_identifier) @recv.type))]))
   name: (field_identifier) @name) @def.method
-(type_spec name: (type_identifier) @name) @def.type
+(type_spec name: (type_identifier) @name type: (_) @type.body) @def.type
 (type_alias name: (type_identifier) @name) @def.type
 (source_file (const_declaration (const_spec name: (identifier) @name) @def.const))
 (source_file (var_declaration (var_spec name: (identifier) @name) @def.var))
