@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -61,6 +62,9 @@ func run(ctx context.Context, req ExecRequest, name string, args []string, confi
 	return res, nil
 }
 
+// copyBufs holds the read buffers of capped.ReadFrom, reused across calls.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // capped keeps at most limit bytes and drops the rest.
 type capped struct {
 	bytes.Buffer
@@ -77,7 +81,9 @@ func (c *capped) Write(p []byte) (int, error) {
 // ReadFrom reads r to its end through Write, so io.Copy keeps the limit (bytes.Buffer's own
 // ReadFrom would not).
 func (c *capped) ReadFrom(r io.Reader) (int64, error) {
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	var n int64
 	for {
 		k, err := r.Read(buf)

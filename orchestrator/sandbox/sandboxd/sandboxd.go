@@ -115,8 +115,8 @@ func Serve(ctl *net.UnixConn, log io.Writer) error {
 			closeAll(files)
 			continue
 		}
-		go s.handle(buf[:n:n], files)
-		buf = make([]byte, MaxRequest)
+		// One buffer for every message (a fresh megabyte per call would cost its page faults).
+		go s.handle(append([]byte(nil), buf[:n]...), files)
 	}
 }
 
