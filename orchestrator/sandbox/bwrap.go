@@ -325,14 +325,14 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	}
 	ev, werr := r.wait(ctx)
 	// The command exited; what it left holding its output gets outputGrace before reading stops.
-	grace := time.NewTimer(outputGrace)
+	grace, stopGrace := context.WithTimeout(context.Background(), outputGrace)
 	for _, done := range []chan struct{}{outDone, errDone} {
 		select {
 		case <-done:
-		case <-grace.C:
+		case <-grace.Done():
 		}
 	}
-	grace.Stop()
+	stopGrace()
 	outR.Close()
 	errR.Close()
 	<-outDone

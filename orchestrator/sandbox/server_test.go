@@ -277,3 +277,17 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestServerOutputHeldOpen: a command that leaves something holding both its stdout and stderr
+// returns after the output grace, with what it printed.
+func TestServerOutputHeldOpen(t *testing.T) {
+	bw := bwrapOnly(t, nil)
+	box, _ := bw.Open(context.Background(), "agt_h")
+	start := time.Now()
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo out; echo err >&2; setsid sleep 36.4 & exit 0"}})
+	if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || time.Since(start) > outputGrace+5*time.Second {
+		t.Fatalf("got %q %q after %s", res.Stdout, res.Stderr, time.Since(start))
+	}
+	bw.Close()
+	gone(t, "sleep 36.4")
+}
