@@ -291,3 +291,19 @@ func TestServerOutputHeldOpen(t *testing.T) {
 	bw.Close()
 	gone(t, "sleep 36.4")
 }
+
+// TestServerMissing: a bin folder without guilds-sandboxd fails the call with the fix.
+func TestServerMissing(t *testing.T) {
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755)
+	bw, err := NewBubblewrap(t.TempDir(), bin, "")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer bw.Close()
+	box, _ := bw.Open(context.Background(), "agt_m")
+	_, err = box.Exec(context.Background(), ExecRequest{Argv: []string{"true"}})
+	if !IsUnavailable(err) || !strings.Contains(err.Error(), ServerName) || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("missing server: %v", err)
+	}
+}
