@@ -71,10 +71,10 @@ func graphHeader(buf []byte) (string, int, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x08"
+const magic = "GRAFT\x00\x09"
 
 // blocksMagic opens every blocks file, so no block starts at offset 0.
-const blocksMagic = "GRAFTB\x00\x08"
+const blocksMagic = "GRAFTB\x00\x09"
 
 // encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*File, counted bool) []byte {
@@ -228,7 +228,8 @@ func encodeTo(w io.Writer, bs *blockSink, blocksName string, files []*File, coun
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(indexAt))
 		return e.flush()
 	}
-	iw := &indexWriter{e: &e, start: e.pos()}
+	// The index holds at most the names carried over plus the names read again.
+	iw := newIndexWriter(&e, prev.count+len(names.order))
 	if incremental {
 		if !names.merge(prev, moved, iw) {
 			return errIndexDamaged
@@ -510,43 +511,48 @@ func (t *nameTable) add(name string, id SymID) {
 
 // indexWriter streams the entries of a name index (name, count, then file and symbol indexes) and
 // then its open-addressing hash table: a power-of-two count of slots, each the 1-based offset of an
-// entry (0 for empty), then that count. Only the slots are held in memory, not the entries.
+// entry (0 for empty), then how many entries there are and how many slots. Only the slots are held
+// in memory, not the entries.
 type indexWriter struct {
 	e     *encoder
 	start int      // e.pos() of the first entry
-	marks []uint64 // per entry: the low 32 bits of its name's hash, then its 1-based offset
+	slots []uint32 // sized for at most max entries, at most 3/4 full
+	n     int      // entries written
+}
+
+// newIndexWriter starts an index of at most max entries at e's position.
+func newIndexWriter(e *encoder, max int) *indexWriter {
+	nb := 1
+	for 3*nb < 4*max {
+		nb <<= 1
+	}
+	return &indexWriter{e: e, start: e.pos(), slots: make([]uint32, nb)}
 }
 
 func (w *indexWriter) entry(name string, ids []SymID) {
-	off := w.e.pos() - w.start + 1
-	w.marks = append(w.marks, uint64(uint32(nameHash(name)))<<32|uint64(uint32(off)))
+	mask := uint64(len(w.slots) - 1)
+	h := nameHash(name) & mask
+	for w.slots[h] != 0 {
+		h = (h + 1) & mask
+	}
+	w.slots[h] = uint32(w.e.pos() - w.start + 1)
+	w.n++
 	w.e.entry(name, ids)
 	if len(w.e.buf) >= 1<<16 {
 		w.e.flush()
 	}
 }
 
-// finish writes the hash table of the entries written, at most 3/4 full.
+// finish writes the hash table and the counts.
 func (w *indexWriter) finish() {
-	nb := 1
-	for 3*nb < 4*len(w.marks) {
-		nb <<= 1
-	}
-	slots := make([]uint32, nb)
-	for _, m := range w.marks {
-		h := (m >> 32) & uint64(nb-1)
-		for slots[h] != 0 {
-			h = (h + 1) & uint64(nb-1)
-		}
-		slots[h] = uint32(m)
-	}
-	for _, sl := range slots {
+	for _, sl := range w.slots {
 		w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, sl)
 		if len(w.e.buf) >= 1<<16 {
 			w.e.flush()
 		}
 	}
-	w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, uint32(nb))
+	w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, uint32(w.n))
+	w.e.buf = binary.LittleEndian.AppendUint32(w.e.buf, uint32(len(w.slots)))
 }
 
 // encode writes every name of t.
@@ -607,19 +613,21 @@ type nameIndex struct {
 	slots   []byte // nb little-endian uint32 offsets
 	entries []byte
 	nb      int
+	count   int // how many entries
 }
 
-// parseNameIndex checks the index's frame (entries, slots, slot count); entries are checked as they are read.
+// parseNameIndex checks the index's frame (entries, slots, entry count, slot count); entries are
+// checked as they are read.
 func parseNameIndex(b []byte) (nameIndex, bool) {
-	if len(b) < 4 {
+	if len(b) < 8 {
 		return nameIndex{}, false
 	}
-	nb := binary.LittleEndian.Uint32(b[len(b)-4:])
-	if nb == 0 || nb&(nb-1) != 0 || uint64(nb)*4 > uint64(len(b)-4) {
+	count, nb := binary.LittleEndian.Uint32(b[len(b)-8:]), binary.LittleEndian.Uint32(b[len(b)-4:])
+	if nb == 0 || nb&(nb-1) != 0 || uint64(nb)*4 > uint64(len(b)-8) || count >= nb {
 		return nameIndex{}, false
 	}
-	at := len(b) - 4 - 4*int(nb)
-	return nameIndex{slots: b[at : len(b)-4], entries: b[:at], nb: int(nb)}, true
+	at := len(b) - 8 - 4*int(nb)
+	return nameIndex{slots: b[at : len(b)-8], entries: b[:at], nb: int(nb), count: int(count)}, true
 }
 
 // lookup returns the definitions stored under name; ids outside files are dropped.
