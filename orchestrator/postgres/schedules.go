@@ -122,22 +122,30 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next Nex
 			return err
 		}
 		advanced, claimed = 0, 0
+		if len(due) == 0 {
+			return nil
+		}
+		// One round trip for the lot: per schedule, advance it and write its wake-up unless one is pending.
+		var b pgx.Batch
 		for _, sc := range due {
-			if _, err := tx.Exec(ctx, "UPDATE schedules SET next_run_at = $2, last_run_at = $3, updated_at = $3 WHERE id = $1", sc.ID, next(sc), now); err != nil {
+			b.Queue(`WITH advance AS (UPDATE schedules SET next_run_at = $2, last_run_at = $3, updated_at = $3 WHERE id = $1)
+				INSERT INTO schedule_wakeups (schedule_id, due_at, run_id, agent_id, instruction, claimed_at)
+				SELECT $1, $4, $5, $6, $7, $3
+				WHERE NOT EXISTS (SELECT 1 FROM schedule_wakeups WHERE schedule_id = $1 AND state = 'pending')
+				ON CONFLICT (schedule_id, due_at) DO NOTHING`,
+				sc.ID, next(sc), now, sc.NextRunAt, orchestrator.NewID(orchestrator.PrefixRun), sc.AgentID, sc.Instruction)
+		}
+		br := tx.SendBatch(ctx, &b)
+		for range due {
+			tag, err := br.Exec()
+			if err != nil {
+				br.Close()
 				return err
 			}
 			advanced++
-			tag, err := tx.Exec(ctx, `INSERT INTO schedule_wakeups (schedule_id, due_at, run_id, agent_id, instruction, claimed_at)
-				SELECT $1, $2, $3, $4, $5, $6
-				WHERE NOT EXISTS (SELECT 1 FROM schedule_wakeups WHERE schedule_id = $1 AND state = 'pending')
-				ON CONFLICT (schedule_id, due_at) DO NOTHING`,
-				sc.ID, sc.NextRunAt, orchestrator.NewID(orchestrator.PrefixRun), sc.AgentID, sc.Instruction, now)
-			if err != nil {
-				return err
-			}
 			claimed += int(tag.RowsAffected())
 		}
-		return nil
+		return br.Close()
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("claim due schedules: %w", err)
@@ -174,6 +182,8 @@ func (s *Store) StartWakeups(ctx context.Context, now time.Time, limit int, star
 			return err
 		}
 		taken, started = len(pending), 0
+		// The starts first, then every outcome in one round trip, in the same transaction.
+		var b pgx.Batch
 		for _, w := range pending {
 			if serr := start(ctx, w); serr != nil {
 				if ctx.Err() != nil {
@@ -183,25 +193,20 @@ func (s *Store) StartWakeups(ctx context.Context, now time.Time, limit int, star
 				if w.Attempts+1 >= MaxWakeupAttempts || (final != nil && final(serr)) {
 					state = "failed"
 				}
-				if _, err := tx.Exec(ctx, "UPDATE schedule_wakeups SET attempts = attempts + 1, last_error = $3, state = $4 WHERE schedule_id = $1 AND due_at = $2",
-					w.ScheduleID, w.DueAt, clipError(serr.Error()), state); err != nil {
-					return err
-				}
+				b.Queue("UPDATE schedule_wakeups SET attempts = attempts + 1, last_error = $3, state = $4 WHERE schedule_id = $1 AND due_at = $2",
+					w.ScheduleID, w.DueAt, clipError(serr.Error()), state)
 				continue
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schedule_firings (run_id, schedule_id, instruction, due_at, fired_at) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT (run_id) DO NOTHING`, w.RunID, w.ScheduleID, w.Instruction, w.DueAt, now); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, "UPDATE schedules SET last_run_id = $2 WHERE id = $1", w.ScheduleID, w.RunID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, "DELETE FROM schedule_wakeups WHERE schedule_id = $1 AND due_at = $2", w.ScheduleID, w.DueAt); err != nil {
-				return err
-			}
+			b.Queue(`WITH fired AS (
+					INSERT INTO schedule_firings (run_id, schedule_id, instruction, due_at, fired_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING
+				), latest AS (UPDATE schedules SET last_run_id = $1 WHERE id = $2)
+				DELETE FROM schedule_wakeups WHERE schedule_id = $2 AND due_at = $4`, w.RunID, w.ScheduleID, w.Instruction, w.DueAt, now)
 			started++
 		}
-		return nil
+		if b.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &b).Close()
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("start claimed wake-ups: %w", err)

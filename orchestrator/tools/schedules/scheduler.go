@@ -85,18 +85,14 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	}
 }
 
-// start starts the run of a wake-up under its fixed id; a run that already exists (an earlier start
-// of this wake-up got that far) counts as started.
+// start starts the run of a wake-up under its fixed id. The id is the run row's primary key, so a
+// start that fails because the run exists (an earlier start of this wake-up wrote it, then the
+// process died before recording the firing) counts as started: one run, never two.
 func (s *Scheduler) start(ctx context.Context, w postgres.Wakeup) error {
-	if _, err := s.Runs.GetRun(ctx, w.RunID); err == nil {
-		s.log().Info("schedule wake-up found its run started already", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)
-		return nil
-	} else if orchestrator.ErrorCode(err) != orchestrator.ENOTFOUND {
-		return err
-	}
 	if _, err := s.Runs.StartRun(ctx, w.AgentID, runs.StartRequest{ID: w.RunID, Kind: orchestrator.KindSchedule}); err != nil {
 		if _, gerr := s.Runs.GetRun(ctx, w.RunID); gerr == nil {
-			return nil // another start of the same wake-up wrote the run first
+			s.log().Info("schedule wake-up found its run started already", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)
+			return nil
 		}
 		s.log().Error("schedule run did not start", "schedule_id", w.ScheduleID, "agent_id", w.AgentID, "run_id", w.RunID, "attempt", w.Attempts+1, "err", err.Error())
 		return err

@@ -30,7 +30,7 @@ func (c *clock) now() time.Time      { return *c.t.Load() }
 func (c *clock) add(d time.Duration) { c.set(c.now().Add(d)) }
 
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	store *postgres.Store
@@ -39,7 +39,7 @@ type world struct {
 	clk   *clock
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	w := &world{t: t, ctx: context.Background(), pool: pgtest.NewDB(t), reg: registry.New(), clk: &clock{}}
 	w.store = postgres.NewStore(w.pool)
 	w.clk.set(time.Date(2027, 5, 3, 8, 2, 0, 0, time.UTC))
@@ -348,7 +348,7 @@ func TestSchedulerGivesUpAFailingWakeup(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
