@@ -128,9 +128,11 @@ static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *s
 import "C"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -427,11 +429,11 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	f.Imports = imports
 
 	// One definition per name node (the first pattern wins), ordered by position.
-	sort.SliceStable(defs, func(i, j int) bool {
-		if defs[i].start != defs[j].start {
-			return defs[i].start < defs[j].start
+	slices.SortStableFunc(defs, func(a, b defHit) int {
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
 		}
-		return defs[i].end > defs[j].end
+		return cmp.Compare(b.end, a.end)
 	})
 	seen := make(map[uint32]int, len(defs))
 	kept := defs[:0]
@@ -456,8 +458,8 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	defs = kept
 
 	// Nest definitions: containers, methods, and module-level-only constants and variables.
-	f.Symbols = f.Symbols[:0]
-	var starts, ends []uint32
+	f.Symbols = make([]Symbol, 0, len(defs))
+	starts, ends := make([]uint32, 0, len(defs)), make([]uint32, 0, len(defs))
 	type open struct {
 		end  uint32
 		sym  int32 // index into f.Symbols
@@ -546,7 +548,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			vars[s][a.name] = true
 		}
 	}
-	f.Refs = f.Refs[:0]
+	f.Refs = make([]Ref, 0, len(refs))
 	for _, r := range refs {
 		from := enclosing(r.at)
 		if r.bare && vars[from][r.name] {
@@ -554,7 +556,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
-	sort.SliceStable(f.Refs, func(i, j int) bool { return f.Refs[i].Line < f.Refs[j].Line })
+	slices.SortStableFunc(f.Refs, func(a, b Ref) int { return cmp.Compare(a.Line, b.Line) })
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.callable() || f.Symbols[s].Kind == KindStruct || f.Symbols[s].Kind == KindClass) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, Local{Name: lc.name, Type: lc.typ})

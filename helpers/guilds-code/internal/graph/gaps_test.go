@@ -10,7 +10,7 @@ import (
 
 // TestLanguageGaps pins the symbols and call sites that need more than one pattern per construct: a Rust impl
 // block listed as itself with its methods under it, a C++ method declared in its class and defined below it
-// as one symbol, and Ruby calls with neither parentheses nor arguments (a bare name that is not a variable
+// as one symbol (and a declaration in a header gives way to the definition), and Ruby calls with neither parentheses nor arguments (a bare name that is not a variable
 // of its scope, a receiver call).
 func TestLanguageGaps(t *testing.T) {
 	home := newHome(t, "graph-poly")
@@ -18,6 +18,8 @@ func TestLanguageGaps(t *testing.T) {
 		{"gap_rust_impl_callers", "code_callers", `{"symbol":"Square.area","in":"repos/graph-poly"}`},
 		{"gap_cpp_one_inc", "code_callers", `{"symbol":"Counter.inc","in":"repos/graph-poly"}`},
 		{"gap_cpp_find_inc", "code_find", `{"question":"inc","in":"repos/graph-poly/counter.cpp"}`},
+		{"gap_cpp_header_set", "code_callers", `{"symbol":"Gauge.set","in":"repos/graph-poly"}`},
+		{"gap_cpp_header_outline", "code_outline", `{"path":"repos/graph-poly/gauge.hpp"}`},
 		{"gap_ruby_bare_call", "code_callers", `{"symbol":"audit","in":"repos/graph-poly"}`},
 		{"gap_ruby_receiver_no_parens", "code_callers", `{"symbol":"Account.entries","in":"repos/graph-poly"}`},
 		{"gap_ruby_out", "code_callers", `{"symbol":"audit","direction":"out","in":"repos/graph-poly"}`},

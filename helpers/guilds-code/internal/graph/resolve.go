@@ -28,9 +28,39 @@ func (g *Graph) named(name string) []SymID {
 	if ids, ok := ix.byName[name]; ok {
 		return ids
 	}
-	ids := g.names.lookup(name, g.Files)
+	ids := g.dropDeclarations(g.names.lookup(name, g.Files))
 	ix.byName[name] = ids
 	return ids
+}
+
+// dropDeclarations leaves out a C++ method declared in its class (a header, say) when the graph also
+// holds its definition (Type::name with a body): one method, answered by the definition.
+func (g *Graph) dropDeclarations(ids []SymID) []SymID {
+	if len(ids) < 2 {
+		return ids
+	}
+	isDecl := func(id SymID) bool {
+		s := g.Sym(id)
+		return g.Files[id.F].Lang == "cpp" && s.Kind == KindMethod && strings.HasSuffix(s.Sig, ";")
+	}
+	var decls []SymID
+	for _, id := range ids {
+		if g.Files[id.F].Lang == "cpp" && isDecl(id) {
+			decls = append(decls, id)
+		}
+	}
+	if len(decls) == 0 {
+		return ids
+	}
+	defined := map[string]bool{}
+	for _, id := range ids {
+		if g.Files[id.F].Lang == "cpp" && !isDecl(id) {
+			defined[g.Sym(id).Container] = true
+		}
+	}
+	return filter(ids, func(id SymID) bool {
+		return g.Files[id.F].Lang != "cpp" || !isDecl(id) || !defined[g.Sym(id).Container]
+	})
 }
 
 func (g *Graph) index() *index {
