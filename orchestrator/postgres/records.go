@@ -355,8 +355,30 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 
 // QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
 // every match, counted in the same scan (a window count); only a page past the end counts apart.
+// The where terms are prepared first (ResolveWhere) in the same snapshot.
 func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
-	q, err := s.ResolveWhere(ctx, q)
+	if !needsLookup(q) {
+		return queryRecords(ctx, s.pool, q)
+	}
+	// The where terms' lookup and the query read one snapshot, so a record written in between is
+	// either wholly seen (its words and keys with it) or not at all.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, nil, fmt.Errorf("query records: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
+	return queryRecords(ctx, tx, q)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// queryRecords is QueryRecords on db.
+func queryRecords(ctx context.Context, db querier, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
+	q, err := resolveWhere(ctx, db, q)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -366,7 +388,7 @@ func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (i
 	if q.Count {
 		counted = "count(*) OVER ()"
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
+	rows, err := db.Query(ctx, "SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
 		" ORDER BY "+RecordOrder(q)+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...)
 	if err != nil {
 		return 0, nil, fmt.Errorf("query records: %w", err)
@@ -392,7 +414,7 @@ func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (i
 	if q.Count && len(recs) == 0 {
 		total = 0
 		if q.Offset > 0 {
-			if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
+			if err := db.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
 				return 0, nil, fmt.Errorf("count records: %w", err)
 			}
 		}
@@ -475,6 +497,32 @@ const SimilarSpelling = 0.45
 // it (Narrow): the exact values of an in term, the stored keys within a range, and the stored
 // words holding each word of a match term or one of its spellings.
 func (s *Store) ResolveWhere(ctx context.Context, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
+	return resolveWhere(ctx, s.pool, q)
+}
+
+// needsLookup reports whether preparing the query's where terms reads the database: a match term
+// with a word of 3 characters or more, or a range, over one collection.
+func needsLookup(q orchestrator.RecordQuery) bool {
+	if len(q.Collections) != 1 {
+		return false
+	}
+	for _, f := range q.Where {
+		if f.Op == orchestrator.FilterRange {
+			return true
+		}
+		if f.Op == orchestrator.FilterMatch {
+			for _, t := range orchestrator.TermTokens(f.Text) {
+				if len([]rune(t)) >= 3 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// resolveWhere is ResolveWhere on db.
+func resolveWhere(ctx context.Context, db querier, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
 	if len(q.Collections) != 1 || len(q.Where) == 0 {
 		return q, nil
 	}
@@ -512,11 +560,11 @@ func (s *Store) ResolveWhere(ctx context.Context, q orchestrator.RecordQuery) (o
 	similar := map[string][]string{}
 	holders := map[string][]string{}
 	keys := map[int][]string{}
-	if len(tokens) > 0 || len(rangeTerms) > 0 {
+	if needsLookup(q) {
 		// s: the similar spellings of each word; h: up to maxHolders+1 stored words holding each
 		// word or spelling the trigram index can look up (ASCII letters and digits); k: up to
 		// maxKeys+1 stored keys within each range.
-		rows, err := s.pool.Query(ctx, `WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
+		rows, err := db.Query(ctx, `WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
 			s AS (SELECT t.t, w.word FROM t JOIN record_words w ON w.collection_id = $1 AND w.word % t.t AND similarity(w.word, t.t) >= $3 AND w.word <> t.t),
 			a AS (SELECT t AS a FROM t UNION SELECT word FROM s)
 			SELECT 's', s.t, s.word FROM s
