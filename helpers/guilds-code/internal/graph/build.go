@@ -40,7 +40,7 @@ type Graph struct {
 	Files   []*File   // sorted by path
 	Missing int       // files not parsed because the budget ran out
 	Changed int       // files re-parsed by this refresh
-	Failed  []failure // files the parser crashed on, left out of the graph
+	Failed  []Failure // files the parser crashed on, left out of the graph
 	names   nameIndex // the stored name index of Files
 	idx     *index
 	cache   string // the graph folder

@@ -14,7 +14,7 @@ var useWorker = false
 // (only its mtime moved) keeps its parse without starting a parser; the rest are parsed in this
 // process when it has tree-sitter (cgo), else by guilds-code-parse. It returns the files parsed,
 // how many were left for lack of time, and the files the parser crashed on.
-func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*File, int, []failure, error) {
+func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*File, int, []Failure, error) {
 	if len(todo) == 0 {
 		return nil, 0, nil, nil
 	}
@@ -47,7 +47,7 @@ func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*F
 		return kept, 0, nil, nil
 	}
 	var out []*File
-	var failed []failure
+	var failed []Failure
 	if inProcess != nil && !useWorker {
 		out = inProcess(ctx, root, need)
 	} else {

@@ -22,7 +22,8 @@ const ParserName = "guilds-code-parse"
 
 // The parse worker protocol. guilds-code writes one request on the worker's standard input:
 //
-//	reqMagic, root, jobs (parser goroutines), count, then per file: path, language, size, mtime
+//	reqMagic, graph format (magic), root, jobs (parser goroutines), count, then per file: path,
+//	language, size, mtime
 //
 // and the worker answers on its standard output with frames, one byte of type then its body:
 //
@@ -47,6 +48,7 @@ type parseJob struct {
 func encodeRequest(root string, jobs int, files []parseJob) []byte {
 	e := encoder{}
 	e.buf = append(e.buf, reqMagic...)
+	e.str(magic) // the record encoding is the graph format's: both ends must be of one build
 	e.str(root)
 	e.uv(uint64(jobs))
 	e.uv(uint64(len(files)))
@@ -65,6 +67,9 @@ func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error
 		return "", 0, nil, errors.New("not a parse request (bad header)")
 	}
 	d := decoder{buf: b, off: len(reqMagic)}
+	if format := d.str(); d.err == nil && format != magic {
+		return "", 0, nil, fmt.Errorf("guilds-code asks for graph format %q and this %s writes %q: they come from different builds; rebuild both with `make build`", format, ParserName, magic)
+	}
 	root = strings.Clone(d.str())
 	jobs = int(d.uv())
 	n := d.count(4)
@@ -164,8 +169,8 @@ func defaultParserPath() (string, error) {
 		"every other tool works without it", ParserName, ParserName)
 }
 
-// failure is a file the parser crashed on: it is left out of the graph and answers say so.
-type failure struct {
+// Failure is a file the parser crashed on: it is left out of the graph and answers say so.
+type Failure struct {
 	Path   string
 	Reason string
 }
@@ -175,19 +180,20 @@ type workerRun struct {
 	done    []bool // the batch files answered with 'F'
 	started []bool // the batch files announced with 'S'
 	crash   error  // why the worker stopped before its trailer; nil when it finished
+	fatal   error  // the worker answered something guilds-code cannot read: no file is to blame
 }
 
 // parseWithWorker parses todo through guilds-code-parse processes. A worker that crashes costs only
 // the file it crashed on: the files it had started are retried one at a time to find it, the rest
 // go to a fresh worker. It returns the parsed files (nil for the ones not parsed), the files the
 // parser crashed on, and an error when the worker cannot run at all.
-func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []failure, error) {
+func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []Failure, error) {
 	bin, err := ParserPath()
 	if err != nil {
 		return nil, nil, err
 	}
 	out := make([]*File, len(todo))
-	var failed []failure
+	var failed []Failure
 	jobs := runtime.GOMAXPROCS(0)
 	type batch struct {
 		idx  []int
@@ -205,6 +211,9 @@ func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []
 			continue
 		}
 		run := runWorker(ctx, bin, root, todo, b.idx, b.jobs, out)
+		if run.fatal != nil && ctx.Err() == nil {
+			return nil, nil, fmt.Errorf("the parser %s: %w", bin, run.fatal)
+		}
 		if run.crash == nil || ctx.Err() != nil {
 			continue
 		}
@@ -227,7 +236,7 @@ func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []
 			// It died between files (killed from outside): the rest go to a fresh worker.
 			queue = append([]batch{{rest, jobs}}, queue...)
 		case len(suspects) == 1:
-			failed = append(failed, failure{Path: todo[suspects[0]].rel, Reason: run.crash.Error()})
+			failed = append(failed, Failure{Path: todo[suspects[0]].rel, Reason: run.crash.Error()})
 			queue = append([]batch{{rest, jobs}}, queue...)
 		default:
 			// One parser at a time pins the crash on one file.
@@ -275,9 +284,13 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 		run.done[k] = true
 		return nil
 	}, func(k int) { run.started[k] = true })
-	if proto != nil {
-		// Stop a worker that speaks nonsense; its exit status explains the rest.
+	var died *workerDied
+	if proto != nil && !errors.As(proto, &died) {
+		// It answered something unreadable: stop it; no file is to blame.
 		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		run.fatal = proto
+		return run
 	}
 	_, _ = io.Copy(io.Discard, r)
 	werr := cmd.Wait()
@@ -292,13 +305,19 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	return run
 }
 
+// workerDied is the worker's output ending before its trailer: it crashed or was killed.
+type workerDied struct{ err error }
+
+func (e *workerDied) Error() string { return "parse worker output ended early: " + e.err.Error() }
+func (e *workerDied) Unwrap() error { return e.err }
+
 // readFrames reads the worker's frames until its trailer, calling done for each record and start
 // for each announced file. It returns nil only when the trailer arrived.
 func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func(int)) error {
 	index := func() (int, error) {
 		i, err := binary.ReadUvarint(r)
 		if err != nil {
-			return 0, err
+			return 0, &workerDied{err}
 		}
 		if i >= uint64(n) {
 			return 0, fmt.Errorf("parse worker named file %d of %d", i, n)
@@ -308,7 +327,7 @@ func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func
 	for {
 		typ, err := r.ReadByte()
 		if err != nil {
-			return fmt.Errorf("parse worker output ended early: %w", err)
+			return &workerDied{err}
 		}
 		switch typ {
 		case 'S':
@@ -323,12 +342,15 @@ func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func
 				return err
 			}
 			size, err := binary.ReadUvarint(r)
-			if err != nil || size > 64<<20 {
-				return fmt.Errorf("parse worker record size: %v", err)
+			if err != nil {
+				return &workerDied{err}
+			}
+			if size > 64<<20 {
+				return fmt.Errorf("parse worker record of %d bytes", size)
 			}
 			rec := make([]byte, size)
 			if _, err := io.ReadFull(r, rec); err != nil {
-				return fmt.Errorf("parse worker output ended early in a record: %w", err)
+				return &workerDied{err}
 			}
 			if err := done(i, rec); err != nil {
 				return err

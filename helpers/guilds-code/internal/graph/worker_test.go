@@ -198,6 +198,25 @@ func TestWorkerMissing(t *testing.T) {
 	}
 }
 
+// TestWorkerGarbage: a parser that answers something unreadable fails the call with what it said,
+// instead of blaming files one by one.
+func TestWorkerGarbage(t *testing.T) {
+	script := filepath.Join(t.TempDir(), ParserName)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho garbage\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withWorker(t, script)
+	home := newHome(t, "graph-go")
+	start := time.Now()
+	_, err := Open(context.Background(), filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache"))
+	if err == nil || !strings.Contains(err.Error(), "unknown frame") {
+		t.Fatalf("garbage from the parser: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
+
 // TestWorkerBudget: when the budget ends during a worker's build, the worker is stopped and the
 // graph answers from what it has, counting the rest.
 func TestWorkerBudget(t *testing.T) {
@@ -282,6 +301,12 @@ func TestDecodeRequestRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s %s: error %v, want %q", tc.rel, tc.lang, err, tc.err)
 		}
+	}
+	// A parser from another build (another graph format) says so instead of writing records this build misreads.
+	other := append([]byte(reqMagic), encodeRequest("/r", 1, nil)[len(reqMagic):]...)
+	other[len(reqMagic)+len(magic)] ^= 0xff // the format's version byte
+	if _, _, _, err := decodeRequest(other); err == nil || !strings.Contains(err.Error(), "rebuild both with `make build`") {
+		t.Errorf("another format: %v", err)
 	}
 	root, jobs, files, err := decodeRequest(encodeRequest("/r", 2, []parseJob{{Rel: "a/b.go", Lang: "go", Size: 4, Mtime: 5}}))
 	if err != nil || root != "/r" || jobs != 2 || len(files) != 1 || files[0] != (parseJob{"a/b.go", "go", 4, 5}) {
