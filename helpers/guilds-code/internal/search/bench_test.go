@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,8 +76,9 @@ func reply(b *testing.B, cmd *exec.Cmd) envelope.Reply {
 }
 
 // timeRun runs a fresh copy of cmd with its output read to the end, and returns the wall
-// time taken and the CPU time the process and the children it waited for used.
-func timeRun(b *testing.B, mk func() *exec.Cmd) (wall, cpu time.Duration) {
+// time taken, the CPU time the process and the children it waited for used, and their page
+// faults (on this VM a fault costs tens of microseconds, so pages touched count).
+func timeRun(b *testing.B, mk func() *exec.Cmd) (wall, cpu time.Duration, faults int64) {
 	cmd := mk()
 	cmd.Stdout = io.Discard
 	var stderr bytes.Buffer
@@ -87,23 +90,39 @@ func timeRun(b *testing.B, mk func() *exec.Cmd) (wall, cpu time.Duration) {
 		}
 	}
 	wall = time.Since(start)
-	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		faults = ru.Minflt + ru.Majflt
+	}
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), faults
+}
+
+// loadAvg is the machine's load over the last minute, as /proc/loadavg gives it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 // compare times both sides reps times, alternating, and reports the medians and their ratio,
-// of wall time and of CPU time (which a busy machine disturbs less).
+// of wall time and of CPU time (which a busy machine disturbs less), the page faults of each
+// side, and the load before and after.
 func compare(b *testing.B, name, rawName string, reps int, ours, raw func() *exec.Cmd) {
 	timeRun(b, ours) // warm the page cache and the engine
 	timeRun(b, raw)
+	load := loadAvg()
 	var ow, oc, rw, rc []time.Duration
+	var of, rf []int64
 	b.ResetTimer()
 	for range reps {
-		w, c := timeRun(b, ours)
-		ow, oc = append(ow, w), append(oc, c)
-		w, c = timeRun(b, raw)
-		rw, rc = append(rw, w), append(rc, c)
+		w, c, f := timeRun(b, ours)
+		ow, oc, of = append(ow, w), append(oc, c), append(of, f)
+		w, c, f = timeRun(b, raw)
+		rw, rc, rf = append(rw, w), append(rc, c), append(rf, f)
 	}
 	b.StopTimer()
+	load += "→" + loadAvg()
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	wall := float64(median(ow)) / float64(median(rw))
 	cpu := float64(median(oc)) / float64(median(rc))
@@ -111,11 +130,13 @@ func compare(b *testing.B, name, rawName string, reps int, ours, raw func() *exe
 	b.ReportMetric(cpu, "cpu_x_vs_"+rawName)
 	b.ReportMetric(ms(median(ow)), "median_ms")
 	b.ReportMetric(ms(median(rw)), rawName+"_median_ms")
-	b.Logf("%s: wall median %.1f ms vs %s %.1f ms = %.3f×; CPU median %.1f ms vs %.1f ms = %.3f×; %d runs each",
-		name, ms(median(ow)), rawName, ms(median(rw)), wall, ms(median(oc)), ms(median(rc)), cpu, reps)
+	b.ReportMetric(float64(median(of)), "faults")
+	b.ReportMetric(float64(median(rf)), rawName+"_faults")
+	b.Logf("%s: wall median %.1f ms vs %s %.1f ms = %.3f×; CPU median %.1f ms vs %.1f ms = %.3f×; page faults %d vs %d; %d runs each; load %s",
+		name, ms(median(ow)), rawName, ms(median(rw)), wall, ms(median(oc)), ms(median(rc)), cpu, median(of), median(rf), reps, load)
 }
 
-func median(d []time.Duration) time.Duration {
+func median[T cmp.Ordered](d []T) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
@@ -140,20 +161,22 @@ func benchText(b *testing.B, mode, rawFlag string) {
 	// Same answer first: the helper's total is the engine's own count.
 	r := reply(b, ours())
 	out, err := raw().Output()
-	if err != nil && mode == "files" {
+	if err != nil {
 		b.Fatalf("rg: %v", err)
 	}
-	if mode == "files" {
-		total := 0
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			var n int
-			if _, err := fmt.Sscanf(l[strings.LastIndexByte(l, ':')+1:], "%d", &n); err == nil {
-				total += n
+	// Files mode against the engine's per-file counts, content mode against its matching lines.
+	total := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		n := 1
+		if mode == "files" {
+			if _, err := fmt.Sscanf(l[strings.LastIndexByte(l, ':')+1:], "%d", &n); err != nil {
+				b.Fatalf("rg count line %q", l)
 			}
 		}
-		if got := r.Meta["matches"]; got != float64(total) {
-			b.Fatalf("helper counts %v matches, rg %d", got, total)
-		}
+		total += n
+	}
+	if got := r.Meta["matches"]; got != float64(total) {
+		b.Fatalf("helper counts %v matches, rg %d", got, total)
 	}
 	compare(b, "code_search "+mode, "rg", benchReps, ours, raw)
 }
