@@ -355,44 +355,80 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 
 // QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
 // every match, counted in the same scan (a window count); only a page past the end counts apart.
-// The where terms are prepared first (ResolveWhere) in the same snapshot.
+// The where terms are prepared first (ResolveWhere); when that reads the database, the lookup and
+// the page read one snapshot (a read-only repeatable-read transaction whose BEGIN travels with the
+// lookup and whose ROLLBACK travels with the page, so it costs no round trip of its own), and a
+// record written in between is either wholly seen, its words and keys with it, or not at all.
 func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
-	if !needsLookup(q) {
-		return queryRecords(ctx, s.pool, q)
-	}
-	// The where terms' lookup and the query read one snapshot, so a record written in between is
-	// either wholly seen (its words and keys with it) or not at all.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("query records: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
-	return queryRecords(ctx, tx, q)
-}
-
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// queryRecords is QueryRecords on db.
-func queryRecords(ctx context.Context, db querier, q orchestrator.RecordQuery) (int, []orchestrator.Record, error) {
-	q, err := resolveWhere(ctx, db, q)
+	defer conn.Release()
+	inTx := needsLookup(q)
+	var lookup pgx.BatchResults
+	q, err = resolveWhere(q, func(sql string, args ...any) (pgx.Rows, error) {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+		b.Queue(sql, args...)
+		lookup = conn.SendBatch(ctx, b)
+		if _, err := lookup.Exec(); err != nil {
+			return nil, err
+		}
+		return lookup.Query()
+	})
+	if lookup != nil {
+		if cerr := lookup.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
+		if inTx {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
 		return 0, nil, err
 	}
 	where, args := RecordQuerySQL(q)
-	total := -1
 	counted := "NULL::bigint"
 	if q.Count {
 		counted = "count(*) OVER ()"
 	}
-	rows, err := db.Query(ctx, "SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
+	b := &pgx.Batch{}
+	b.Queue("SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
 		" ORDER BY "+RecordOrder(q)+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...)
+	if inTx {
+		b.Queue("ROLLBACK") // read only: nothing to keep
+	}
+	page := conn.SendBatch(ctx, b)
+	total, recs, err := readPage(q, page, b.Len()-1)
+	if cerr := page.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
+		if inTx {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
 		return 0, nil, fmt.Errorf("query records: %w", err)
 	}
+	if q.Count && len(recs) == 0 {
+		total = 0
+		if q.Offset > 0 {
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
+				return 0, nil, fmt.Errorf("count records: %w", err)
+			}
+		}
+	}
+	return total, recs, nil
+}
+
+// readPage reads the page of a record query (and its window total) from the first result of a
+// batch, then the batch's more statements.
+func readPage(q orchestrator.RecordQuery, br pgx.BatchResults, more int) (int, []orchestrator.Record, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, err
+	}
+	total := -1
 	var recs []orchestrator.Record
 	for rows.Next() {
 		var cid string
@@ -400,7 +436,7 @@ func queryRecords(ctx context.Context, db querier, q orchestrator.RecordQuery) (
 		rec, err := scanRecord(rows, "", &cid, &n)
 		if err != nil {
 			rows.Close()
-			return 0, nil, fmt.Errorf("query records: %w", err)
+			return 0, nil, err
 		}
 		if n != nil {
 			total = int(*n)
@@ -409,14 +445,11 @@ func queryRecords(ctx context.Context, db querier, q orchestrator.RecordQuery) (
 		recs = append(recs, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, nil, fmt.Errorf("query records: %w", err)
+		return 0, nil, err
 	}
-	if q.Count && len(recs) == 0 {
-		total = 0
-		if q.Offset > 0 {
-			if err := db.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
-				return 0, nil, fmt.Errorf("count records: %w", err)
-			}
+	for range more {
+		if _, err := br.Exec(); err != nil {
+			return 0, nil, err
 		}
 	}
 	return total, recs, nil
@@ -497,7 +530,7 @@ const SimilarSpelling = 0.45
 // it (Narrow): the exact values of an in term, the stored keys within a range, and the stored
 // words holding each word of a match term or one of its spellings.
 func (s *Store) ResolveWhere(ctx context.Context, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
-	return resolveWhere(ctx, s.pool, q)
+	return resolveWhere(q, func(sql string, args ...any) (pgx.Rows, error) { return s.pool.Query(ctx, sql, args...) })
 }
 
 // needsLookup reports whether preparing the query's where terms reads the database: a match term
@@ -521,8 +554,8 @@ func needsLookup(q orchestrator.RecordQuery) bool {
 	return false
 }
 
-// resolveWhere is ResolveWhere on db.
-func resolveWhere(ctx context.Context, db querier, q orchestrator.RecordQuery) (orchestrator.RecordQuery, error) {
+// resolveWhere is ResolveWhere, reading the database through lookup (run once, when needsLookup).
+func resolveWhere(q orchestrator.RecordQuery, lookup func(sql string, args ...any) (pgx.Rows, error)) (orchestrator.RecordQuery, error) {
 	if len(q.Collections) != 1 || len(q.Where) == 0 {
 		return q, nil
 	}
@@ -564,7 +597,7 @@ func resolveWhere(ctx context.Context, db querier, q orchestrator.RecordQuery) (
 		// s: the similar spellings of each word; h: up to maxHolders+1 stored words holding each
 		// word or spelling the trigram index can look up (ASCII letters and digits); k: up to
 		// maxKeys+1 stored keys within each range.
-		rows, err := db.Query(ctx, `WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
+		rows, err := lookup(`WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
 			s AS (SELECT t.t, w.word FROM t JOIN record_words w ON w.collection_id = $1 AND w.word % t.t AND similarity(w.word, t.t) >= $3 AND w.word <> t.t),
 			a AS (SELECT t AS a FROM t UNION SELECT word FROM s)
 			SELECT 's', s.t, s.word FROM s
