@@ -40,6 +40,15 @@ void ts_query_cursor_delete(TSQueryCursor *self);
 void ts_query_cursor_exec(TSQueryCursor *self, const TSQuery *query, TSNode node);
 bool ts_query_cursor_next_match(TSQueryCursor *self, TSQueryMatch *match);
 uint32_t ts_query_capture_count(const TSQuery *self);
+void ts_query_cursor_set_max_start_depth(TSQueryCursor *self, uint32_t max_start_depth);
+typedef struct { const void *tree; const void *id; uint32_t context[3]; } TSTreeCursor;
+TSTreeCursor ts_tree_cursor_new(TSNode node);
+void ts_tree_cursor_delete(TSTreeCursor *self);
+bool ts_tree_cursor_goto_first_child(TSTreeCursor *self);
+bool ts_tree_cursor_goto_next_sibling(TSTreeCursor *self);
+bool ts_tree_cursor_goto_parent(TSTreeCursor *self);
+TSNode ts_tree_cursor_current_node(const TSTreeCursor *self);
+uint16_t ts_node_symbol(TSNode self);
 
 // gx is one extractor's parser, query cursor, cancellation flag and match buffer.
 typedef struct {
@@ -77,13 +86,44 @@ static bool gx_grow(gx *g, size_t need) {
 	return true;
 }
 
-// gx_run parses src and, when q is set, runs the query over the tree and records every match in buf:
-// the pattern index and capture count, then for each capture its id, start and end byte, start and end
-// row, and for captures flagged in body_of the start byte + 1 of the node's body field (0 when none).
-// It returns 0, 1 when there is no tree (cancelled), 2 when out of memory, 3 for a grammar the
-// library cannot load.
+// gx_collect records every match of the cursor in buf: the pattern index and capture count, then for each
+// capture its id, start and end byte, start and end row, and for captures flagged in body_of the start
+// byte + 1 of the node's body field (0 when none). It returns false when out of memory.
+static bool gx_collect(gx *g, const uint8_t *body_of, uint16_t body) {
+	TSQueryMatch m;
+	while (ts_query_cursor_next_match(g->cursor, &m)) {
+		if (!gx_grow(g, 2 + 6 * (size_t)m.capture_count)) return false;
+		uint32_t *o = g->buf + g->len;
+		*o++ = m.pattern_index;
+		*o++ = m.capture_count;
+		for (uint16_t i = 0; i < m.capture_count; i++) {
+			TSNode nd = m.captures[i].node;
+			uint32_t id = m.captures[i].index;
+			*o++ = id;
+			*o++ = ts_node_start_byte(nd);
+			*o++ = ts_node_end_byte(nd);
+			*o++ = ts_node_start_point(nd).row;
+			*o++ = ts_node_end_point(nd).row;
+			uint32_t b = 0;
+			if (body && body_of[id]) {
+				TSNode bn = ts_node_child_by_field_id(nd, body);
+				if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
+			}
+			*o++ = b;
+		}
+		g->len = o - g->buf;
+	}
+	return true;
+}
+
+// gx_run parses src and, when q is set, runs the query over the tree and records its matches (gx_collect).
+// With roots (one flag per grammar symbol: the node types the query's patterns start at), it walks the
+// tree with a tree cursor and runs the query only at those nodes, each match starting at the node itself:
+// the same matches as one run over the whole tree, without the query cursor's bookkeeping at every node.
+// It returns 0, 1 when there is no tree (cancelled), 2 when out of memory, 3 for a grammar the library
+// cannot load.
 static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *src, uint32_t n,
-		const uint8_t *body_of, uint16_t body) {
+		const uint8_t *body_of, uint16_t body, const uint8_t *roots, uint32_t nroots) {
 	g->len = 0;
 	if (!ts_parser_set_language(g->parser, lang)) return 3;
 	TSTree *t = ts_parser_parse_string(g->parser, NULL, n ? src : "", n);
@@ -92,34 +132,30 @@ static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *s
 		return 1;
 	}
 	int rc = 0;
-	if (q) {
+	if (q && !roots) {
+		ts_query_cursor_set_max_start_depth(g->cursor, UINT32_MAX);
 		ts_query_cursor_exec(g->cursor, q, ts_tree_root_node(t));
-		TSQueryMatch m;
-		while (ts_query_cursor_next_match(g->cursor, &m)) {
-			if (!gx_grow(g, 2 + 6 * (size_t)m.capture_count)) {
-				rc = 2;
-				break;
-			}
-			uint32_t *o = g->buf + g->len;
-			*o++ = m.pattern_index;
-			*o++ = m.capture_count;
-			for (uint16_t i = 0; i < m.capture_count; i++) {
-				TSNode nd = m.captures[i].node;
-				uint32_t id = m.captures[i].index;
-				*o++ = id;
-				*o++ = ts_node_start_byte(nd);
-				*o++ = ts_node_end_byte(nd);
-				*o++ = ts_node_start_point(nd).row;
-				*o++ = ts_node_end_point(nd).row;
-				uint32_t b = 0;
-				if (body && body_of[id]) {
-					TSNode bn = ts_node_child_by_field_id(nd, body);
-					if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
+		if (!gx_collect(g, body_of, body)) rc = 2;
+	} else if (q) {
+		ts_query_cursor_set_max_start_depth(g->cursor, 0);
+		TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(t));
+		for (;;) {
+			TSNode nd = ts_tree_cursor_current_node(&c);
+			uint16_t sym = ts_node_symbol(nd);
+			if (sym < nroots && roots[sym]) {
+				ts_query_cursor_exec(g->cursor, q, nd);
+				if (!gx_collect(g, body_of, body)) {
+					rc = 2;
+					break;
 				}
-				*o++ = b;
 			}
-			g->len = o - g->buf;
+			if (ts_tree_cursor_goto_first_child(&c)) continue;
+			while (!ts_tree_cursor_goto_next_sibling(&c)) {
+				if (!ts_tree_cursor_goto_parent(&c)) goto done;
+			}
 		}
+	done:
+		ts_tree_cursor_delete(&c);
 	}
 	ts_tree_delete(t);
 	return rc;
@@ -190,6 +226,7 @@ type plan struct {
 	kinds  []Kind // the kind of each @def./@decl. capture
 	bodyOf []byte // 1 for the captures whose body field start is recorded
 	body   C.uint16_t
+	roots  []byte // 1 for the grammar symbols the query's patterns start at; nil runs the query over the whole tree
 }
 
 // Extractor parses files of every language; it is not safe for concurrent use.
@@ -221,6 +258,7 @@ type defHit struct {
 
 type refHit struct {
 	at   uint32
+	end  uint32
 	name string
 	recv string
 	line uint32
@@ -292,8 +330,58 @@ func (x *Extractor) plan(l *Lang) (*plan, error) {
 	body := C.CString("body")
 	p.body = C.ts_language_field_id_for_name(p.lang, body, 4)
 	C.free(unsafe.Pointer(body))
+	if src, err := queryFS.ReadFile("queries/" + l.Name + ".scm"); err == nil {
+		if names := patternRoots(string(src)); names != nil {
+			p.roots = make([]byte, lang.SymbolCount())
+			for i := range p.roots {
+				sym := sitter.Symbol(i)
+				if names[lang.SymbolName(sym)] && lang.SymbolType(sym) == sitter.SymbolTypeRegular {
+					p.roots[i] = 1
+				}
+			}
+		}
+	}
 	x.plans[l] = p
 	return p, nil
+}
+
+// patternRoots returns the node types the query's top-level patterns start at, or nil when one of them
+// starts at a wildcard or an alternation (then the query runs over the whole tree).
+func patternRoots(query string) map[string]bool {
+	roots := map[string]bool{}
+	depth := 0
+	for i := 0; i < len(query); i++ {
+		switch c := query[i]; {
+		case c == ';' && depth == 0:
+			for i < len(query) && query[i] != '\n' {
+				i++
+			}
+		case c == '"':
+			for i++; i < len(query) && query[i] != '"'; i++ {
+				if query[i] == '\\' {
+					i++
+				}
+			}
+		case c == '[' && depth == 0:
+			return nil
+		case c == '(' || c == '[':
+			if depth == 0 {
+				j := i + 1
+				for j < len(query) && (query[j] == '_' || query[j] >= 'a' && query[j] <= 'z' || query[j] >= 'A' && query[j] <= 'Z' || query[j] >= '0' && query[j] <= '9') {
+					j++
+				}
+				name := query[i+1 : j]
+				if name == "" || name == "_" {
+					return nil
+				}
+				roots[name] = true
+			}
+			depth++
+		case c == ')' || c == ']':
+			depth--
+		}
+	}
+	return roots
 }
 
 // run parses src (and runs the language's query when query is set) in one call into C, and returns
@@ -319,7 +407,11 @@ func (x *Extractor) run(ctx context.Context, p *plan, src []byte, query bool) ([
 	if !query {
 		q = nil
 	}
-	switch C.gx_run(x.g, p.lang, q, s, C.uint32_t(len(src)), (*C.uint8_t)(unsafe.Pointer(&p.bodyOf[0])), p.body) {
+	var roots *C.uint8_t
+	if len(p.roots) > 0 {
+		roots = (*C.uint8_t)(unsafe.Pointer(&p.roots[0]))
+	}
+	switch C.gx_run(x.g, p.lang, q, s, C.uint32_t(len(src)), (*C.uint8_t)(unsafe.Pointer(&p.bodyOf[0])), p.body, roots, C.uint32_t(len(p.roots))) {
 	case 0:
 	case 1:
 		if err := ctx.Err(); err != nil {
@@ -388,10 +480,10 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 				d.typeBody = sb + 1
 			case roleCall:
 				isRef = true
-				r.at, r.line = sb, caps[c+3]+1
+				r.at, r.end, r.line = sb, eb, caps[c+3]+1
 			case roleCallBare:
 				isRef = true
-				r.at, r.line, r.name, r.bare = sb, caps[c+3]+1, string(src[sb:eb]), true
+				r.at, r.end, r.line, r.name, r.bare = sb, eb, caps[c+3]+1, string(src[sb:eb]), true
 			case roleCallName:
 				r.name = string(src[sb:eb])
 			case roleCallRecv:
@@ -548,6 +640,13 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			vars[s][a.name] = true
 		}
 	}
+	// Call sites in source order, an inner call before the outer one that starts with it (f(g(x)) vs g(x).h()).
+	slices.SortFunc(refs, func(a, b refHit) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.end, b.end)
+	})
 	f.Refs = make([]Ref, 0, len(refs))
 	for _, r := range refs {
 		from := enclosing(r.at)
@@ -556,7 +655,6 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
-	slices.SortStableFunc(f.Refs, func(a, b Ref) int { return cmp.Compare(a.Line, b.Line) })
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.callable() || f.Symbols[s].Kind == KindStruct || f.Symbols[s].Kind == KindClass) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, Local{Name: lc.name, Type: lc.typ})

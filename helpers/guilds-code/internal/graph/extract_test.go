@@ -1,0 +1,104 @@
+//go:build cgo
+
+package graph
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+)
+
+// FuzzExtract feeds arbitrary source text to every language's extraction: it must not panic, and what it
+// returns must hold together (spans in order, parents before children, call sites inside the file).
+func FuzzExtract(f *testing.F) {
+	seeds := []string{
+		"package p\n\n// F does.\nfunc F(a *T) { a.M(); G() }\ntype T struct{ x int }\n",
+		"class A:\n    \"\"\"Doc.\"\"\"\n    def m(self):\n        self.n()\n",
+		"/** Doc */\nexport function f() { g(); }\nclass C { m() { this.n(); } }\n",
+		"/// Doc\nimpl Shape for Square { fn area(&self) -> f64 { self.s } }\n",
+		"class A { void m(); };\nvoid A::m() { n(); }\n",
+		"class A\n  def m(a)\n    x = 1\n    x\n    foo\n    obj.bar\n  end\nend\n",
+		"def f():\n    '''unterminated",
+		"#[derive(Debug)]\n/* c */ struct S;",
+		"",
+	}
+	for i, s := range seeds {
+		f.Add(byte(i), s)
+	}
+	x := NewExtractor()
+	defer x.Close()
+	f.Fuzz(func(t *testing.T, which byte, src string) {
+		l := langs[int(which)%len(langs)]
+		file := &File{Path: "x", Lang: l.Name}
+		if err := x.Extract(context.Background(), l, []byte(src), file); err != nil {
+			t.Fatalf("%s: %v", l.Name, err)
+		}
+		lines := uint32(1)
+		for _, c := range []byte(src) {
+			if c == '\n' {
+				lines++
+			}
+		}
+		for i, s := range file.Symbols {
+			if s.Start < 1 || s.End < s.Start || s.End > lines {
+				t.Fatalf("%s: symbol %q spans %d-%d in %d lines", l.Name, s.Name, s.Start, s.End, lines)
+			}
+			if s.Parent >= int32(i) || s.Parent < -1 {
+				t.Fatalf("%s: symbol %d has parent %d", l.Name, i, s.Parent)
+			}
+		}
+		for _, r := range file.Refs {
+			if r.Line < 1 || r.Line > lines || r.From >= int32(len(file.Symbols)) || r.From < -1 {
+				t.Fatalf("%s: call %q at line %d from %d", l.Name, r.Name, r.Line, r.From)
+			}
+		}
+	})
+}
+
+// TestRootedRunsMatchWholeQuery checks that running the query only at the node types its patterns start
+// at finds what one run over the whole tree finds, on every fixture file and on Go's own sources.
+func TestRootedRunsMatchWholeQuery(t *testing.T) {
+	var paths []string
+	for _, root := range []string{fixtures, filepath.Join(runtime.GOROOT(), "src", "go")} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && LangFor(p) != nil {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+	}
+	if len(paths) < 50 {
+		t.Fatalf("only %d files to compare", len(paths))
+	}
+	rooted, whole := NewExtractor(), NewExtractor()
+	defer rooted.Close()
+	defer whole.Close()
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := LangFor(p)
+		pl, err := whole.plan(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.roots = nil
+		if rp, err := rooted.plan(l); err != nil || rp.roots == nil {
+			t.Fatalf("the %s query has no pattern roots (%v)", l.Name, err)
+		}
+		a, b := &File{Path: p}, &File{Path: p}
+		if err := rooted.Extract(context.Background(), l, src, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := whole.Extract(context.Background(), l, src, b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a.Symbols, b.Symbols) || !reflect.DeepEqual(a.Refs, b.Refs) || !reflect.DeepEqual(a.Imports, b.Imports) || a.Pkg != b.Pkg {
+			t.Fatalf("%s: rooted runs found\n%+v\n%+v\nthe whole query\n%+v\n%+v", p, a.Symbols, a.Refs, b.Symbols, b.Refs)
+		}
+	}
+}
