@@ -40,7 +40,7 @@ type Graph struct {
 	Files   []*File   // sorted by path
 	Missing int       // files not parsed because the budget ran out
 	Changed int       // files re-parsed by this refresh
-	Failed  []Failure // files the parser crashed on, left out of the graph
+	Failed  []Failure // files the parser crashed on, kept without symbols until they change
 	names   nameIndex // the stored name index of Files
 	idx     *index
 	cache   string // the graph folder
@@ -279,7 +279,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 		todo = append(todo, s)
 		prev = append(prev, f)
 	}
-	parsed, missing, failed, err := parseAll(ctx, root, todo, prev)
+	parsed, missing, _, err := parseAll(ctx, root, todo, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,13 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 		sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Path < g.Files[j].Path })
 	}
 	g.Missing = missing
-	g.Failed = failed
+	// A file the parser crashed on is kept, without symbols, so that it is not parsed again until it
+	// changes; every answer names it.
+	for _, f := range g.Files {
+		if f.Crash != "" {
+			g.Failed = append(g.Failed, Failure{Path: f.Path, Reason: f.Crash})
+		}
+	}
 	g.Changed = len(parsed)
 	if changed {
 		// Reference counts are global; they are recomputed when a tool that shows them asks (Counted).

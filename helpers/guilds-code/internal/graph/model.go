@@ -83,6 +83,7 @@ type File struct {
 	Mtime   int64
 	Hash    uint64
 	Pkg     string   // Go package name
+	Crash   string   // why the parser crashed on this version of the file ("" when it did not): it has no symbols
 	Symbols []Symbol // nil until Syms when read from disk
 	Refs    []Ref    // nil until LoadRefs when read from disk
 	Imports []Import

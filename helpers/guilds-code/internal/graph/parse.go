@@ -64,5 +64,13 @@ func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*F
 		}
 		kept = append(kept, f)
 	}
+	for _, fl := range failed {
+		for _, s := range need {
+			if s.rel == fl.Path {
+				kept = append(kept, &File{Path: s.rel, Lang: s.lang.Name, Size: s.size, Mtime: s.mtime, Crash: fl.Reason})
+				break
+			}
+		}
+	}
 	return kept, missing - len(failed), failed, nil
 }

@@ -151,11 +151,11 @@ func (r *repo) missingNote(c *runs.Call) string {
 	}
 	if n := len(r.g.Failed); n > 0 {
 		const shown = 5
-		files, them := "files", "them"
+		files, them := "files; they have", "them"
 		if n == 1 {
-			files, them = "file", "it"
+			files, them = "file; it has", "it"
 		}
-		fmt.Fprintf(&b, "note: the parser crashed on %d %s, left out of the graph (text search still finds %s):", n, files, them)
+		fmt.Fprintf(&b, "note: the parser crashed on %d %s no symbols in the graph until changed (text search still finds %s):", n, files, them)
 		for i, f := range r.g.Failed {
 			if i == shown {
 				fmt.Fprintf(&b, " and %d more", n-shown)

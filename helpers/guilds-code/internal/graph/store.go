@@ -71,10 +71,10 @@ func graphHeader(buf []byte) (string, int, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x09"
+const magic = "GRAFT\x00\x0a"
 
 // blocksMagic opens every blocks file, so no block starts at offset 0.
-const blocksMagic = "GRAFTB\x00\x09"
+const blocksMagic = "GRAFTB\x00\x0a"
 
 // encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*File, counted bool) []byte {
@@ -199,6 +199,7 @@ func encodeTo(w io.Writer, bs *blockSink, blocksName string, files []*File, coun
 		e.v(f.Mtime)
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
 		e.str(f.Pkg)
+		e.str(f.Crash)
 		e.uv(uint64(pl.nsyms))
 		e.uv(uint64(pl.symOff))
 		e.uv(uint64(pl.symLen))
@@ -797,7 +798,7 @@ func decodeGraph(buf, blocks []byte) ([]*File, bool, nameIndex, error) {
 	slab := make([]File, n) // one allocation for the whole table
 	for i := 0; i < n && d.err == nil; i++ {
 		f := &slab[i]
-		*f = File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), at: int32(i + 1)}
+		*f = File{Path: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v(), Hash: d.u64(), Pkg: d.str(), Crash: d.str(), at: int32(i + 1)}
 		ns := d.uv()
 		f.symBlob, f.symOff = block()
 		if ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0 {

@@ -200,6 +200,10 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	if f == nil {
 		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, MaxFileBytes)
 	}
+	if f.Crash != "" {
+		text := fmt.Sprintf("%s%s (%s): not outlined: the parser crashed on it; file_read shows it\n", r.missingNote(c), r.rel(c, f.Path), f.Lang)
+		return envelope.Reply{Text: text, Meta: meta(r, 0)}
+	}
 	header := fmt.Sprintf("%s%s (%s, %d lines, %d symbols)\n", r.missingNote(c), r.rel(c, f.Path), f.Lang, lineCount(f), len(f.Syms()))
 	var lines []string
 	for i := range f.Syms() {

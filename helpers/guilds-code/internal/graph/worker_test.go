@@ -162,18 +162,30 @@ func TestWorkerCrash(t *testing.T) {
 	if len(g.Failed) != 1 || g.Failed[0].Path != "crash_me.go" || !strings.Contains(g.Failed[0].Reason, "SIGSEGV") {
 		t.Fatalf("failed files: %+v", g.Failed)
 	}
-	if len(g.Files) != 45 || g.File("crash_me.go") != nil || g.Missing != 0 {
-		t.Fatalf("kept %d files (want the 45 others), missing %d", len(g.Files), g.Missing)
+	if len(g.Files) != 46 || g.Missing != 0 || len(g.File("crash_me.go").Syms()) != 0 || g.File("extra39.go") == nil {
+		t.Fatalf("kept %d files (want all 46, the crashed one without symbols), missing %d", len(g.Files), g.Missing)
 	}
-	got := call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
-	for _, want := range []string{"note: the parser crashed on 1 file, left out of the graph", "crash_me.go (the parser exited with status 2 (SIGSEGV: segmentation violation))", "extra39.go:3"} {
-		if !strings.Contains(got, want) {
-			t.Fatalf("answer lacks %q:\n%s", want, got)
+	want := []string{"note: the parser crashed on 1 file; it has no symbols in the graph until changed",
+		"crash_me.go (the parser exited with status 2 (SIGSEGV: segmentation violation))", "extra39.go:3"}
+	check := func(got string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Fatalf("answer lacks %q:\n%s", w, got)
+			}
 		}
 	}
-	// A real parser afterwards parses the file, and the note is gone.
+	check(call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`), want...)
+	// The crash is remembered: while the file is unchanged, no parser is started for it again.
+	withWorker(t, "/nonexistent/guilds-code-parse")
+	check(call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`), want...)
+	check(call(t, home, "code_outline", `{"path":"repos/graph-go/crash_me.go"}`), append(want[:2:2], "crash_me.go (go): not outlined: the parser crashed on it")...)
+	// Once it changes it is parsed again, and with a parser that copes the note is gone.
 	withWorker(t, workerBin(t, ParserName))
-	got = call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
+	if err := os.WriteFile(filepath.Join(root, "crash_me.go"), []byte("package main\n\nfunc hostile() { helper() }\n\n// changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`)
 	if strings.Contains(got, "crashed") || !strings.Contains(got, "crash_me.go:3") {
 		t.Fatalf("after a good parser:\n%s", got)
 	}
