@@ -87,8 +87,9 @@ static bool gx_grow(gx *g, size_t need) {
 }
 
 // gx_collect records every match of the cursor in buf: the pattern index and capture count, then for each
-// capture its id, start and end byte, start and end row, and for captures flagged in body_of the start
-// byte + 1 of the node's body field (0 when none). It returns false when out of memory.
+// capture its id, start and end byte, start row, and for the definitions flagged in body_of its end row and
+// the start byte + 1 of its body field (both 0 for other captures, and the body 0 when there is none). It
+// returns false when out of memory.
 static bool gx_collect(gx *g, const uint8_t *body_of, uint16_t body) {
 	TSQueryMatch m;
 	while (ts_query_cursor_next_match(g->cursor, &m)) {
@@ -103,12 +104,15 @@ static bool gx_collect(gx *g, const uint8_t *body_of, uint16_t body) {
 			*o++ = ts_node_start_byte(nd);
 			*o++ = ts_node_end_byte(nd);
 			*o++ = ts_node_start_point(nd).row;
-			*o++ = ts_node_end_point(nd).row;
-			uint32_t b = 0;
-			if (body && body_of[id]) {
-				TSNode bn = ts_node_child_by_field_id(nd, body);
-				if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
+			uint32_t end = 0, b = 0;
+			if (body_of[id]) {
+				end = ts_node_end_point(nd).row;
+				if (body) {
+					TSNode bn = ts_node_child_by_field_id(nd, body);
+					if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
+				}
 			}
+			*o++ = end;
 			*o++ = b;
 		}
 		g->len = o - g->buf;
@@ -234,6 +238,8 @@ type Extractor struct {
 	g     *C.gx
 	plans map[*Lang]*plan
 
+	names map[string]string // call and receiver names seen, so each distinct one is allocated once
+
 	// Reused between files.
 	defs   []defHit
 	refs   []refHit
@@ -277,7 +283,20 @@ type assignHit struct {
 
 // NewExtractor returns an extractor with its own parser and query cursor.
 func NewExtractor() *Extractor {
-	return &Extractor{g: C.gx_new(), plans: map[*Lang]*plan{}}
+	return &Extractor{g: C.gx_new(), plans: map[*Lang]*plan{}, names: map[string]string{}}
+}
+
+// intern returns b as a string, one allocation per distinct name however many call sites use it.
+func (x *Extractor) intern(b []byte) string {
+	if s, ok := x.names[string(b)]; ok {
+		return s
+	}
+	if len(x.names) >= 1<<16 {
+		clear(x.names)
+	}
+	s := string(b)
+	x.names[s] = s
+	return s
 }
 
 // Close frees the parser.
@@ -289,9 +308,10 @@ func (x *Extractor) Close() {
 }
 
 // cPointer reads the C handle a go-tree-sitter value keeps as its first field (sitter.Language.ptr,
-// sitter.Query.c); langs_test.go checks it against the binding's own answers.
+// sitter.Query.c); plan checks what it reads against the binding's own answers (capture and symbol counts).
 func cPointer[T any](v *T) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(v)) }
 
+// plan returns the language's grammar and query as the C side takes them, made once per extractor.
 func (x *Extractor) plan(l *Lang) (*plan, error) {
 	if p := x.plans[l]; p != nil {
 		return p, nil
@@ -483,11 +503,15 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 				r.at, r.end, r.line = sb, eb, caps[c+3]+1
 			case roleCallBare:
 				isRef = true
-				r.at, r.end, r.line, r.name, r.bare = sb, eb, caps[c+3]+1, string(src[sb:eb]), true
+				r.at, r.end, r.line, r.name, r.bare = sb, eb, caps[c+3]+1, x.intern(src[sb:eb]), true
 			case roleCallName:
-				r.name = string(src[sb:eb])
+				r.name = x.intern(src[sb:eb])
 			case roleCallRecv:
-				r.recv = clip(oneLine(string(src[sb:eb])), 80)
+				if eb-sb <= 80 && plain(src[sb:eb]) {
+					r.recv = x.intern(src[sb:eb])
+				} else {
+					r.recv = clip(oneLine(string(src[sb:eb])), 80)
+				}
 			case roleAssign:
 				assigned = append(assigned, assignHit{at: sb, name: string(src[sb:eb])})
 			case roleImport:
@@ -661,6 +685,16 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 	}
 	return nil
+}
+
+// plain reports whether b is already on one line with single spaces (oneLine would leave it as it is).
+func plain(b []byte) bool {
+	for i, c := range b {
+		if c == '\n' || c == '\t' || c == '\r' || c == ' ' && (i == 0 || i == len(b)-1 || b[i-1] == ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 // hasWordPrefix reports whether b starts with word followed by something that cannot continue a name.
