@@ -36,7 +36,8 @@ type Bubblewrap struct {
 	BinDir   string // host folder holding the guilds-* helpers and guilds-sandboxd
 	ToolsDir string // optional host folder of pinned engines, mounted read-only at ToolsMount
 	Env      []string
-	Log      *slog.Logger // nil discards; says when a sandbox starts, restarts or stops
+	Log      *slog.Logger  // nil discards; says when a sandbox starts, restarts or stops
+	Idle     time.Duration // a sandbox with no call for this long stops; 0: DefaultSandboxIdle
 	bwrap    string
 
 	mu      sync.Mutex
@@ -44,11 +45,19 @@ type Bubblewrap struct {
 	servers map[string]*serverSlot
 }
 
-// serverSlot holds one agent's running sandbox; its lock serializes that agent's starts.
+// DefaultSandboxIdle is how long an agent's sandbox may go without a call before it stops, and
+// with it what still runs there (background commands, Chromium); the next call starts it again.
+const DefaultSandboxIdle = 30 * time.Minute
+
+// serverSlot holds one agent's running sandbox; its lock serializes that agent's starts. busy
+// counts the Exec calls in flight; the idle timer runs only while it is zero.
 type serverSlot struct {
-	mu  sync.Mutex
-	srv *server
-	ran bool // a server ran before: a new start is a restart
+	mu    sync.Mutex
+	srv   *server
+	ran   bool // a server ran before: a new start is a restart
+	busy  int
+	last  time.Time
+	timer *time.Timer
 }
 
 // NewBubblewrap checks that bwrap is installed and returns the provider.
@@ -88,6 +97,9 @@ func (p *Bubblewrap) Close() error {
 			defer wg.Done()
 			sl.mu.Lock()
 			defer sl.mu.Unlock()
+			if sl.timer != nil {
+				sl.timer.Stop()
+			}
 			if sl.srv != nil {
 				sl.srv.kill()
 				sl.srv = nil
@@ -106,26 +118,87 @@ func (p *Bubblewrap) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// server returns the agent's running sandbox, starting it (again, if it died) as needed.
-func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (*server, error) {
+// acquire returns the agent's running sandbox, starting it (again, if it died or stopped) as
+// needed, and holds it awake until release is called.
+func (p *Bubblewrap) acquire(ctx context.Context, b *bwrapBox) (*server, func(), error) {
+	sl, srv, err := p.server(ctx, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	sl.busy++
+	if sl.timer != nil {
+		sl.timer.Stop()
+	}
+	sl.mu.Unlock()
+	var once sync.Once
+	return srv, func() { once.Do(func() { p.release(b.agentID, sl) }) }, nil
+}
+
+// release ends one call's hold on the slot's sandbox and arms the idle timer when none is left.
+func (p *Bubblewrap) release(agentID string, sl *serverSlot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.busy--
+	sl.last = time.Now()
+	if sl.busy > 0 || sl.srv == nil {
+		return
+	}
+	if sl.timer == nil {
+		sl.timer = time.AfterFunc(p.idle(), func() { p.expire(agentID, sl) })
+	} else {
+		sl.timer.Reset(p.idle())
+	}
+}
+
+// expire stops the slot's sandbox when it has had no call for the whole idle period.
+func (p *Bubblewrap) expire(agentID string, sl *serverSlot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.srv == nil || sl.busy > 0 {
+		return
+	}
+	if rest := p.idle() - time.Since(sl.last); rest > 0 {
+		sl.timer.Reset(rest)
+		return
+	}
+	sl.srv.kill()
+	sl.srv = nil
+	p.log().Info("sandbox stopped after being idle", "agent_id", agentID, "idle", p.idle().String())
+}
+
+func (p *Bubblewrap) idle() time.Duration {
+	if p.Idle > 0 {
+		return p.Idle
+	}
+	return DefaultSandboxIdle
+}
+
+// server returns the agent's slot, locked, and its running sandbox, starting it (again, if it
+// died or stopped) as needed.
+func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (sl *serverSlot, srv *server, err error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errors.New("the sandbox provider is closed (the orchestrator is shutting down)")
+		return nil, nil, errClosed
 	}
 	if p.servers == nil {
 		p.servers = map[string]*serverSlot{}
 	}
-	sl := p.servers[b.agentID]
+	sl = p.servers[b.agentID]
 	if sl == nil {
 		sl = &serverSlot{}
 		p.servers[b.agentID] = sl
 	}
 	p.mu.Unlock()
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
+	locked := sl
+	locked.mu.Lock()
+	defer func() {
+		if err != nil {
+			locked.mu.Unlock()
+		}
+	}()
 	if sl.srv != nil && sl.srv.alive() {
-		return sl.srv, nil
+		return sl, sl.srv, nil
 	}
 	if sl.srv != nil {
 		p.log().Warn("sandbox exec server ended: restarting the sandbox", "agent_id", b.agentID, "state", sl.srv.state())
@@ -134,13 +207,13 @@ func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (*server, error) {
 	}
 	args, err := b.serverArgs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The sandbox outlives this call and serves the agent's next ones: the call's cancellation or
 	// short timeout does not abort its start (serverStartTimeout bounds it).
-	srv, err := startServer(context.WithoutCancel(ctx), p.bwrap, args)
+	srv, err = startServer(context.WithoutCancel(ctx), p.bwrap, args)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.log().Info("sandbox started", "agent_id", b.agentID, "pid", srv.cmd.Process.Pid, "restart", sl.ran)
 	sl.srv, sl.ran = srv, true
@@ -151,10 +224,13 @@ func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (*server, error) {
 	if closed {
 		srv.kill()
 		sl.srv = nil
-		return nil, errors.New("the sandbox provider is closed (the orchestrator is shutting down)")
+		return nil, nil, errClosed
 	}
-	return srv, nil
+	return sl, srv, nil
 }
+
+// errClosed is the error of a call after Close.
+var errClosed = errors.New("the sandbox provider is closed (the orchestrator is shutting down)")
 
 type bwrapBox struct {
 	fileAPI
@@ -264,21 +340,23 @@ func (b *bwrapBox) request(req ExecRequest) (sandboxd.Request, error) {
 }
 
 // launch starts req through the agent's exec server, restarting the sandbox once when its server
-// turns out to be gone before the command started.
-func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdout, stderr *os.File) (*remote, error) {
+// turns out to be gone before the command started. The sandbox stays awake until release.
+func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdout, stderr *os.File) (r *remote, release func(), err error) {
 	for attempt := 0; ; attempt++ {
-		srv, err := b.p.server(ctx, b)
+		srv, release, err := b.p.acquire(ctx, b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r, err := srv.start(ctx, req, stdin, stdout, stderr)
 		if errors.Is(err, errServerGone) && attempt == 0 && ctx.Err() == nil && srv.ended(time.Second) {
+			release()
 			continue // server() logs the restart
 		}
 		if err != nil {
-			return nil, fmt.Errorf("start %s in the sandbox: %w", req.Argv[0], err)
+			release()
+			return nil, nil, fmt.Errorf("start %s in the sandbox: %w", req.Argv[0], err)
 		}
-		return r, nil
+		return r, release, nil
 	}
 }
 
@@ -309,7 +387,7 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		return ExecResult{}, fmt.Errorf("output pipe: %w", err)
 	}
 	start := time.Now()
-	r, err := b.launch(ctx, sreq, stdin, outW, errW)
+	r, release, err := b.launch(ctx, sreq, stdin, outW, errW)
 	stdin.Close()
 	outW.Close()
 	errW.Close()
@@ -323,6 +401,7 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		<-errDone
 		return ExecResult{}, err
 	}
+	defer release()
 	ev, werr := r.wait(ctx)
 	// The command exited; what it left holding its output gets outputGrace before reading stops.
 	grace, stopGrace := context.WithTimeout(context.Background(), outputGrace)
@@ -389,12 +468,14 @@ func (b *bwrapBox) Start(req ExecRequest, out io.Writer) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	r, err := b.launch(context.Background(), sreq, null, pw, pw)
+	r, release, err := b.launch(context.Background(), sreq, null, pw, pw)
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		return nil, err
 	}
+	// A long-lived process, like a background command, does not hold the sandbox awake.
+	release()
 	copied := drain(out, pr)
 	p := &Process{Pid: r.pid, signal: r.signal, done: make(chan struct{})}
 	go func() {

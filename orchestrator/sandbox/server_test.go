@@ -307,3 +307,35 @@ func TestServerMissing(t *testing.T) {
 		t.Fatalf("missing server: %v", err)
 	}
 }
+
+// TestSandboxIdleStop: a sandbox with no call for Idle stops, background commands with it; a
+// call in flight holds it awake; the next call starts it again.
+func TestSandboxIdleStop(t *testing.T) {
+	logs := &syncCapped{c: capped{limit: 1 << 20}}
+	bw := bwrapOnly(t, logs)
+	bw.Idle = 600 * time.Millisecond
+	box, _ := bw.Open(context.Background(), "agt_i")
+	// A call longer than the idle period is not cut short, even with the idle timer armed by the
+	// call before it.
+	mustExec(t, box, ExecRequest{Argv: []string{"true"}})
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 37.5 </dev/null >/dev/null 2>&1 & sleep 1.5; echo held"}})
+	if string(res.Stdout) != "held\n" {
+		t.Fatalf("long call: %q %q", res.Stdout, res.Stderr)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 37.5").Output(); len(out) == 0 {
+		t.Fatal("the background command is not running after the call")
+	}
+	// Background commands do not hold the sandbox awake: they end with the idle stop.
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(logs.String(), "sandbox stopped after being idle") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "sandbox stopped after being idle") {
+		t.Fatalf("no idle stop:\n%s", logs.String())
+	}
+	gone(t, "sleep 37.5")
+	res = mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo back"}})
+	if string(res.Stdout) != "back\n" || strings.Count(logs.String(), "sandbox started") != 2 {
+		t.Fatalf("after the idle stop: %q\n%s", res.Stdout, logs.String())
+	}
+}

@@ -45,21 +45,37 @@ func sandboxProvider(cfg config.Config, log *slog.Logger) sandbox.Provider {
 	return p
 }
 
+// idleSetting reads an idle period (a Go duration) from name; unset is 0, the package default.
+func idleSetting(cfg config.Config, name string) (time.Duration, error) {
+	v := cfg.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a positive duration such as 10m", name, v)
+	}
+	return d, nil
+}
+
 // registerSandboxTools registers the tool families that run helpers in the agent's sandbox: the
 // code tools and the browser tools (each agent's headless Chromium starts on its first browser
-// call and stops after GUILDS_CHROMIUM_IDLE without one, default 10m). The returned func stops
-// those browsers, then the sandboxes.
+// call and stops after GUILDS_CHROMIUM_IDLE without one, default 10m; a bubblewrap sandbox stops
+// after GUILDS_SANDBOX_IDLE without a call, default 30m). The returned func stops those browsers,
+// then the sandboxes.
 func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config.Config, log *slog.Logger) (func(), error) {
 	if err := (&code.Tools{Sandbox: p}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register code tools: %w", err)
 	}
 	browsers := &sandbox.Browsers{Provider: p, Log: log}
-	if v := cfg.Getenv("GUILDS_CHROMIUM_IDLE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("GUILDS_CHROMIUM_IDLE=%q is not a positive duration such as 10m", v)
+	var err error
+	if browsers.Idle, err = idleSetting(cfg, "GUILDS_CHROMIUM_IDLE"); err != nil {
+		return nil, err
+	}
+	if bw, ok := p.(*sandbox.Bubblewrap); ok {
+		if bw.Idle, err = idleSetting(cfg, "GUILDS_SANDBOX_IDLE"); err != nil {
+			return nil, err
 		}
-		browsers.Idle = d
 	}
 	if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register browser tools: %w", err)
