@@ -354,7 +354,8 @@ func (s *Store) CollectionStats(ctx context.Context, collectionID string) (int, 
 }
 
 // QueryRecords runs a checked record query: the page of records and, when q.Count, the total of
-// every match, counted in the same scan (a window count); only a page past the end counts apart.
+// every match: counted in the same scan (a window count) when where terms or words narrow the
+// rows, else through the index apart; a narrowed page past the end also counts apart.
 // The where terms are prepared first (ResolveWhere); when that reads the database, the lookup and
 // the page read one snapshot (a read-only repeatable-read transaction whose BEGIN travels with the
 // lookup and whose ROLLBACK travels with the page, so it costs no round trip of its own), and a
@@ -389,28 +390,44 @@ func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (i
 		return 0, nil, err
 	}
 	where, args := RecordQuerySQL(q)
+	// A query without where terms or words (a whole collection, or its changes since a time)
+	// counts through the live-records index apart, and its page stops at the limit; a narrowed
+	// query counts its few candidates in the same scan (a window count). Either way one snapshot.
+	apart := q.Count && len(q.Where) == 0 && q.Search == ""
 	counted := "NULL::bigint"
-	if q.Count {
+	if q.Count && !apart {
 		counted = "count(*) OVER ()"
 	}
 	b := &pgx.Batch{}
+	if apart && !inTx {
+		b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	}
 	b.Queue("SELECT "+recordColumns+", r.collection_id, "+counted+" FROM records r WHERE "+where+
 		" ORDER BY "+RecordOrder(q)+fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, q.Offset), args...)
-	if inTx {
+	if apart {
+		b.Queue("SELECT count(*) FROM records r WHERE "+where, args...)
+	}
+	if inTx || apart {
 		b.Queue("ROLLBACK") // read only: nothing to keep
 	}
 	page := conn.SendBatch(ctx, b)
-	total, recs, err := readPage(q, page, b.Len()-1)
+	total, recs, err := readPage(q, page, apart && !inTx)
+	if err == nil && apart {
+		err = page.QueryRow().Scan(&total)
+	}
+	if err == nil && (inTx || apart) {
+		_, err = page.Exec()
+	}
 	if cerr := page.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		if inTx {
+		if inTx || apart {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 		return 0, nil, fmt.Errorf("query records: %w", err)
 	}
-	if q.Count && len(recs) == 0 {
+	if q.Count && len(recs) == 0 && !apart {
 		total = 0
 		if q.Offset > 0 {
 			if err := conn.QueryRow(ctx, "SELECT count(*) FROM records r WHERE "+where, args...).Scan(&total); err != nil {
@@ -421,9 +438,14 @@ func (s *Store) QueryRecords(ctx context.Context, q orchestrator.RecordQuery) (i
 	return total, recs, nil
 }
 
-// readPage reads the page of a record query (and its window total) from the first result of a
-// batch, then the batch's more statements.
-func readPage(q orchestrator.RecordQuery, br pgx.BatchResults, more int) (int, []orchestrator.Record, error) {
+// readPage reads the page of a record query (and its window total) from a batch, after its
+// BEGIN when begun.
+func readPage(q orchestrator.RecordQuery, br pgx.BatchResults, begun bool) (int, []orchestrator.Record, error) {
+	if begun {
+		if _, err := br.Exec(); err != nil {
+			return 0, nil, err
+		}
+	}
 	rows, err := br.Query()
 	if err != nil {
 		return 0, nil, err
@@ -446,11 +468,6 @@ func readPage(q orchestrator.RecordQuery, br pgx.BatchResults, more int) (int, [
 	}
 	if err := rows.Err(); err != nil {
 		return 0, nil, err
-	}
-	for range more {
-		if _, err := br.Exec(); err != nil {
-			return 0, nil, err
-		}
 	}
 	return total, recs, nil
 }
@@ -758,10 +775,10 @@ func RecordOrder(q orchestrator.RecordQuery) string {
 	}
 	var expr string
 	switch q.OrderBy {
-	case "", "updated_at":
-		expr = "r.updated_at"
+	case "", "updated_at": // never null: the order of records_changed, so a page stops at its limit
+		return "r.updated_at" + dir + ", r.id" + dir
 	case "created_at":
-		expr = "r.created_at"
+		return "r.created_at" + dir + ", r.id" + dir
 	case "id":
 		return "r.id" + dir
 	default:
