@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // descendants lists the live processes under this one that belong to the command led by
@@ -13,6 +15,12 @@ import (
 // carrying its token (a grandchild that called setsid and was re-parented to us, the subreaper).
 // The leader itself is left out: its exit status belongs to exec.Cmd.Wait.
 func descendants(leader int, token string) []int {
+	if !hasChildren() {
+		// Every survivor of an exited command has a living ancestor that is our child: its
+		// parent, or the topmost survivor, re-parented to us as the subreaper. No children, so
+		// nothing was left behind, and the /proc walk (a read per thread) is skipped.
+		return nil
+	}
 	var out []int
 	type node struct {
 		pid    int
@@ -50,6 +58,14 @@ func descendants(leader int, token string) []int {
 		}
 	}
 	return out
+}
+
+// hasChildren reports whether this process has any child, live or exited and not yet reaped;
+// it answers true when it cannot tell.
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return !errors.Is(err, unix.ECHILD)
 }
 
 // childrenOf lists pid's children from /proc/<pid>/task/*/children, or, where the kernel does
