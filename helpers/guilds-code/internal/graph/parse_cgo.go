@@ -29,6 +29,7 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 			defer wg.Done()
 			x := NewExtractor()
 			defer x.Close()
+			var scratch []byte
 			for ctx.Err() == nil {
 				mu.Lock()
 				i := next
@@ -37,7 +38,11 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 				if i >= len(todo) {
 					return
 				}
-				out[i] = parseOne(ctx, x, root, todo[i])
+				// Encoding the blocks here spreads it over the parsing cores; the store then only copies them.
+				if f := parseOne(ctx, x, root, todo[i]); f != nil {
+					f.pack(&scratch)
+					out[i] = f
+				}
 			}
 		}()
 	}

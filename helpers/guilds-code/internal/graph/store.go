@@ -257,8 +257,27 @@ var errIndexDamaged = errors.New("the stored name index is damaged")
 // minSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
 const minSymBytes = 10
 
-func encodeSyms(syms []Symbol) []byte {
-	e := encoder{}
+// pack encodes a freshly parsed file's symbols and call sites into the blocks a store writes (and the
+// filter of call site names), as a file read from a parse worker holds them, and drops the decoded
+// forms: Syms and LoadRefs decode them again on first use. scratch is the caller's encoding buffer,
+// reused across files so that each block is allocated once at its final size.
+func (f *File) pack(scratch *[]byte) {
+	*scratch = appendSyms((*scratch)[:0], f.Symbols)
+	f.symBlob, f.nsyms = nil, len(f.Symbols)
+	if len(*scratch) > 0 {
+		f.symBlob = bytes.Clone(*scratch)
+	}
+	f.bloom = bloomOf(f.Refs)
+	*scratch = appendRefs((*scratch)[:0], f.Refs)
+	f.refBlob = bytes.Clone(*scratch)
+	f.Symbols, f.Refs = nil, nil
+}
+
+func encodeSyms(syms []Symbol) []byte { return appendSyms(nil, syms) }
+
+// appendSyms appends the block of syms to dst.
+func appendSyms(dst []byte, syms []Symbol) []byte {
+	e := encoder{buf: dst}
 	for i := range syms {
 		s := &syms[i]
 		e.str(s.Name)
@@ -418,8 +437,11 @@ func (f *File) symCount() int {
 	return f.nsyms
 }
 
-func encodeRefs(refs []Ref) []byte {
-	e := encoder{}
+func encodeRefs(refs []Ref) []byte { return appendRefs(nil, refs) }
+
+// appendRefs appends the block of refs (sorted by line) to dst.
+func appendRefs(dst []byte, refs []Ref) []byte {
+	e := encoder{buf: dst}
 	e.uv(uint64(len(refs)))
 	var last uint32
 	for _, r := range refs {

@@ -108,12 +108,16 @@ func encodeRecord(f *File) []byte {
 	e.str(f.Pkg)
 	syms, refs := f.Symbols, f.Refs
 	e.uv(uint64(len(syms)))
-	e.str(string(encodeSyms(syms)))
+	blk := encodeSyms(syms)
+	e.uv(uint64(len(blk)))
+	e.buf = append(e.buf, blk...)
 	bloom := bloomOf(refs)
 	for _, w := range bloom {
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
 	}
-	e.str(string(encodeRefs(refs)))
+	blk = encodeRefs(refs)
+	e.uv(uint64(len(blk)))
+	e.buf = append(e.buf, blk...)
 	e.uv(uint64(len(f.Imports)))
 	for _, im := range f.Imports {
 		e.str(im.Alias)
