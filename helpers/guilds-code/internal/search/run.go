@@ -121,40 +121,11 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 		}
 	}
 	if err := cmd.Start(); err != nil {
-		if ctx.Err() != nil {
-			return outcome{code: -1, timedOut: true}, nil
-		}
-		// The error names the executable's path; say what failed in the tool's words.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return outcome{}, fmt.Errorf("%s could not start: %v", textOf(bin), err)
+		return startFailure(ctx, bin, err)
 	}
-	stopped := false
-	r := bufio.NewReaderSize(out, readSize)
-	var long []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			continue
-		}
-		line := chunk
-		if long != nil {
-			line = append(long, chunk...)
-			long = nil
-		}
-		if len(line) > 0 && !each(line) {
-			stopped = true
-			cancel()
-			break
-		}
-		if err != nil {
-			break
-		}
-	}
+	stopped := !eachLine(out, each)
 	if stopped {
+		cancel()
 		_, _ = io.Copy(io.Discard, out)
 	}
 	werr := cmd.Wait()
@@ -166,6 +137,89 @@ func stream(ctx context.Context, dir, bin string, args []string, each func(line 
 		return o, fmt.Errorf("%s ended abnormally: %v", textOf(bin), werr)
 	}
 	return o, nil
+}
+
+// collect runs bin like stream, but the engine writes to an unnamed temporary file that is read
+// once it has exited: an engine printing a line per matching file would otherwise wake the reader
+// (and the scheduler's threads) a thousand times per search, which costs more than the file in
+// the page cache. each returning false stops the reading, not the engine. Without a temporary
+// file it streams.
+func collect(ctx context.Context, dir, bin string, args []string, each func(line []byte) bool) (outcome, error) {
+	f, err := tempOutput()
+	if err != nil {
+		return stream(ctx, dir, bin, args, each)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = f
+	if err := cmd.Start(); err != nil {
+		return startFailure(ctx, bin, err)
+	}
+	werr := cmd.Wait()
+	o := outcome{code: cmd.ProcessState.ExitCode(), stderr: stderr.String(), timedOut: ctx.Err() != nil}
+	if werr != nil && o.code < 0 && !o.timedOut {
+		return o, fmt.Errorf("%s ended abnormally: %v", textOf(bin), werr)
+	}
+	// What the engine wrote before it ended (or was stopped at the budget) is the answer.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return o, fmt.Errorf("read the %s's output: %w", textOf(bin), err)
+	}
+	eachLine(f, each)
+	return o, nil
+}
+
+// tempOutput opens an unnamed file in the temporary folder: nothing to remove afterwards, even
+// when the helper is killed.
+func tempOutput() (*os.File, error) {
+	fd, err := unix.Open(os.TempDir(), unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "engine output"), nil
+}
+
+// eachLine hands each line of r to each until each returns false (then it reports false) or r ends.
+func eachLine(r io.Reader, each func(line []byte) bool) bool {
+	br := bufio.NewReaderSize(r, readSize)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		if len(line) > 0 && !each(line) {
+			return false
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// startFailure is the outcome of an engine that did not start: the budget ended first, or the
+// engine is not runnable (said in the tool's words, without the executable's path).
+func startFailure(ctx context.Context, bin string, err error) (outcome, error) {
+	if ctx.Err() != nil {
+		return outcome{code: -1, timedOut: true}, nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return outcome{}, fmt.Errorf("%s could not start: %v", textOf(bin), err)
 }
 
 // textOf names an engine binary in the tool's words.

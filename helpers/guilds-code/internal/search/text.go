@@ -155,7 +155,7 @@ func (t *textSearch) count(ctx context.Context) error {
 	args := append(t.args("--count", "--null"), glob.engineArgs...)
 	args = append(args, "--regexp", t.a.Pattern, "--", t.pl.target)
 	var perr error
-	o, err := stream(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
+	o, err := collect(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
 		p, n, err := parseCountLine(line)
 		if err != nil {
 			perr = err
@@ -336,7 +336,7 @@ func (t *textSearch) content(ctx context.Context) ([]string, error) {
 	args = append(args, "--regexp", t.a.Pattern, "--", t.pl.target)
 	p := &contentPass{t: t, glob: glob, kept: map[string]*fileShow{}}
 	r := &plainReader{context: t.a.Context > 0}
-	o, err := stream(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
+	o, err := collect(ctx, t.pl.dir, t.bin, args, func(line []byte) bool {
 		if rec, ok := r.next(line); ok {
 			p.add(rec)
 		}
