@@ -32,17 +32,10 @@ var quiet = map[string]bool{}
 // the runtime the threads (and page faults) of a second processor; a whole call is ~10% faster.
 var serial = map[string]bool{}
 
-// registerSerial marks tools as serial.
-func registerSerial(names ...string) {
+// mark adds names to one of the sets above; tools_<pkg>.go files call it from init.
+func mark(set map[string]bool, names ...string) {
 	for _, n := range names {
-		serial[n] = true
-	}
-}
-
-// registerQuiet marks tools as quiet.
-func registerQuiet(names ...string) {
-	for _, n := range names {
-		quiet[n] = true
+		set[n] = true
 	}
 }
 

@@ -6,5 +6,5 @@ func init() {
 	// A helper started as a background command's supervisor runs that and exits here.
 	shell.MaybeSupervise()
 	register(map[string]Handler{"shell": shell.Shell, "shell_status": shell.Status})
-	registerSerial("shell", "shell_status")
+	mark(serial, "shell", "shell_status")
 }

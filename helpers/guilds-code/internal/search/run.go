@@ -105,12 +105,7 @@ const readSize = 64 << 10
 func stream(ctx context.Context, dir, bin string, args []string, each func(line []byte) bool) (outcome, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr limitedBuffer
-	cmd.Stderr = &stderr
+	cmd, stderr := engineCmd(ctx, dir, bin, args)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s could not start: %w", textOf(bin), err)
@@ -152,12 +147,7 @@ func collect(ctx context.Context, dir, bin string, args []string, each func(line
 	defer f.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr limitedBuffer
-	cmd.Stderr = &stderr
+	cmd, stderr := engineCmd(ctx, dir, bin, args)
 	cmd.Stdout = f
 	if err := cmd.Start(); err != nil {
 		return startFailure(ctx, bin, err)
@@ -220,6 +210,18 @@ func startFailure(ctx context.Context, bin string, err error) (outcome, error) {
 		err = pe.Err
 	}
 	return outcome{}, fmt.Errorf("%s could not start: %v", textOf(bin), err)
+}
+
+// engineCmd prepares an engine run in dir: its own process group, killed whole when ctx ends,
+// with the start of its standard error kept.
+func engineCmd(ctx context.Context, dir, bin string, args []string) (*exec.Cmd, *limitedBuffer) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stderr := &limitedBuffer{}
+	cmd.Stderr = stderr
+	return cmd, stderr
 }
 
 // textOf names an engine binary in the tool's words.
