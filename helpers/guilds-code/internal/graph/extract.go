@@ -56,6 +56,8 @@ typedef struct {
 	TSParser *parser;
 	TSQueryCursor *cursor;
 	size_t cancel;
+	bool cursor_walk; // walk with a tree cursor even where gx_walk could (tests compare the two)
+	uint64_t layout_walks; // files whose pattern roots gx_walk found
 	uint32_t *buf;
 	size_t len, cap;
 } gx;
@@ -125,10 +127,165 @@ static bool gx_collect(gx *g, const uint8_t *body_of, uint16_t body) {
 	return true;
 }
 
+// The tree's own layout, as this build's tree-sitter (the go-tree-sitter version go.mod names, language ABI
+// 14) keeps it; gx_walk reads it to find the query's pattern roots without a tree cursor, and checks what it
+// reads against the public API before trusting it (gx_layout_ok).
+typedef struct { uint32_t bytes, row, column; } gxLength;
+typedef struct {
+	bool is_inline : 1, visible : 1, named : 1, extra : 1, has_changes : 1, is_missing : 1, is_keyword : 1;
+	uint8_t symbol;
+	uint16_t parse_state;
+	uint8_t padding_columns;
+	uint8_t padding_rows : 4, lookahead_bytes : 4;
+	uint8_t padding_bytes;
+	uint8_t size_bytes;
+} gxInline;
+typedef struct {
+	uint32_t ref_count;
+	gxLength padding, size;
+	uint32_t lookahead_bytes, error_cost, child_count;
+	uint16_t symbol, parse_state;
+	bool visible : 1, named : 1, extra : 1, fragile_left : 1, fragile_right : 1, has_changes : 1,
+		has_external_tokens : 1, has_external_scanner_state_change : 1, depends_on_column : 1, is_missing : 1, is_keyword : 1;
+	union {
+		struct {
+			uint32_t visible_child_count, named_child_count, visible_descendant_count;
+			int32_t dynamic_precedence;
+			uint16_t repeat_depth, production_id;
+			struct { uint16_t symbol, parse_state; } first_leaf;
+		};
+		struct { union { char *long_data; char short_data[24]; }; uint32_t length; } external_scanner_state;
+		int32_t lookahead_char;
+	};
+} gxHeap;
+typedef union { gxInline data; const gxHeap *ptr; } gxSubtree;
+typedef struct { gxSubtree root; const TSLanguage *language; } gxTree;
+typedef struct {
+	uint32_t version, symbol_count, alias_count, token_count, external_token_count, state_count,
+		large_state_count, production_id_count, field_count;
+	uint16_t max_alias_sequence_length;
+	const void *parse_table, *small_parse_table, *small_parse_table_map, *parse_actions, *symbol_names,
+		*field_names, *field_map_slices, *field_map_entries, *symbol_metadata, *public_symbol_map, *alias_map;
+	const uint16_t *alias_sequences;
+} gxLanguage;
+
+static inline gxLength gx_add(gxLength a, gxLength b) {
+	a.bytes += b.bytes;
+	if (b.row > 0) {
+		a.row += b.row;
+		a.column = b.column;
+	} else {
+		a.column += b.column;
+	}
+	return a;
+}
+static inline gxLength gx_padding(gxSubtree s) {
+	if (s.data.is_inline) return (gxLength){s.data.padding_bytes, s.data.padding_rows, s.data.padding_columns};
+	return s.ptr->padding;
+}
+static inline gxLength gx_size(gxSubtree s) {
+	if (s.data.is_inline) return (gxLength){s.data.size_bytes, 0, s.data.size_bytes};
+	return s.ptr->size;
+}
+
+// gx_layout_ok reports whether the tree's root, read through the layout above, is what the public API says.
+static bool gx_layout_ok(const TSTree *t, const TSLanguage *lang) {
+	const gxTree *gt = (const gxTree *)t;
+	TSNode root = ts_tree_root_node(t);
+	if (((const gxLanguage *)lang)->version != 14 || gt->language != lang || root.id != (const void *)&gt->root) return false;
+	gxSubtree s = gt->root;
+	if (s.data.is_inline) return s.data.symbol == ts_node_symbol(root) && root.context[0] + s.data.size_bytes == ts_node_end_byte(root);
+	TSPoint end = ts_node_end_point(root);
+	gxLength at = gx_add((gxLength){root.context[0], root.context[1], root.context[2]}, s.ptr->size);
+	return s.ptr->symbol == ts_node_symbol(root) && at.bytes == ts_node_end_byte(root) && at.row == end.row && at.column == end.column;
+}
+
+// gxFrame is one node whose children gx_walk is going through.
+typedef struct {
+	const gxSubtree *children;
+	const uint16_t *aliases;
+	uint32_t count, next, structural;
+	gxLength at; // where the next child starts, its padding not yet added
+} gxFrame;
+
+// gx_walk runs the query at every node of the tree whose type (its alias where it has one) is flagged in
+// roots, in document order, as a tree cursor walk over the visible nodes would: the children of hidden nodes
+// stand in their place. It reads the subtrees directly, which visits each node for a few loads and adds.
+// It returns 0, or 2 when out of memory.
+static int gx_walk(gx *g, const TSTree *t, const TSLanguage *lang, const TSQuery *q,
+		const uint8_t *body_of, uint16_t body, const uint8_t *roots, uint32_t nroots) {
+	const gxTree *gt = (const gxTree *)t;
+	const gxLanguage *gl = (const gxLanguage *)lang;
+	TSNode root = ts_tree_root_node(t);
+	size_t cap = 64, depth = 0;
+	gxFrame *stack = malloc(cap * sizeof(gxFrame));
+	if (!stack) return 2;
+	const gxSubtree *node = &gt->root;
+	gxLength at = {root.context[0], root.context[1], root.context[2]};
+	uint16_t alias = 0;
+	int rc = 0;
+	for (;;) {
+		gxSubtree s = *node;
+		uint16_t sym = alias ? alias : s.data.is_inline ? s.data.symbol : s.ptr->symbol;
+		if (sym < nroots && roots[sym]) {
+			TSNode nd = {{at.bytes, at.row, at.column, alias}, node, t};
+			ts_query_cursor_exec(g->cursor, q, nd);
+			if (!gx_collect(g, body_of, body)) {
+				rc = 2;
+				break;
+			}
+		}
+		if (!s.data.is_inline && s.ptr->child_count > 0) {
+			if (depth == cap) {
+				gxFrame *grown = realloc(stack, 2 * cap * sizeof(gxFrame));
+				if (!grown) {
+					rc = 2;
+					break;
+				}
+				stack = grown;
+				cap *= 2;
+			}
+			uint16_t pid = s.ptr->production_id;
+			stack[depth++] = (gxFrame){
+				.children = (const gxSubtree *)s.ptr - s.ptr->child_count,
+				.aliases = pid ? &gl->alias_sequences[pid * gl->max_alias_sequence_length] : NULL,
+				.count = s.ptr->child_count,
+				.at = at,
+			};
+		} else if (depth > 0) {
+			stack[depth - 1].at = gx_add(at, gx_size(s));
+		}
+		// The next node: the next child of the innermost node that has one left.
+		while (depth > 0 && stack[depth - 1].next == stack[depth - 1].count) {
+			depth--;
+			if (depth > 0) {
+				// The finished node's end is where its parent's next child starts.
+				gxFrame *done = &stack[depth];
+				stack[depth - 1].at = done->at;
+			}
+		}
+		if (depth == 0) break;
+		gxFrame *f = &stack[depth - 1];
+		node = &f->children[f->next];
+		if (f->next > 0) f->at = gx_add(f->at, gx_padding(*node));
+		at = f->at;
+		alias = 0;
+		bool extra = node->data.is_inline ? node->data.extra : node->ptr->extra;
+		if (!extra) {
+			if (f->aliases) alias = f->aliases[f->structural];
+			f->structural++;
+		}
+		f->next++;
+	}
+	free(stack);
+	return rc;
+}
+
 // gx_run parses src and, when q is set, runs the query over the tree and records its matches (gx_collect).
 // With roots (one flag per grammar symbol: the node types the query's patterns start at), it walks the
-// tree with a tree cursor and runs the query only at those nodes, each match starting at the node itself:
-// the same matches as one run over the whole tree, without the query cursor's bookkeeping at every node.
+// tree (gx_walk, or a tree cursor when the layout check fails) and runs the query only at those nodes, each
+// match starting at the node itself: the same matches as one run over the whole tree, without the query
+// cursor's bookkeeping at every node.
 // It returns 0, 1 when there is no tree (cancelled), 2 when out of memory, 3 for a grammar the library
 // cannot load.
 static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *src, uint32_t n,
@@ -145,6 +302,10 @@ static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *s
 		ts_query_cursor_set_max_start_depth(g->cursor, UINT32_MAX);
 		ts_query_cursor_exec(g->cursor, q, ts_tree_root_node(t));
 		if (!gx_collect(g, body_of, body)) rc = 2;
+	} else if (q && !g->cursor_walk && gx_layout_ok(t, lang)) {
+		ts_query_cursor_set_max_start_depth(g->cursor, 0);
+		rc = gx_walk(g, t, lang, q, body_of, body, roots, nroots);
+		g->layout_walks++;
 	} else if (q) {
 		ts_query_cursor_set_max_start_depth(g->cursor, 0);
 		TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(t));
@@ -303,6 +464,13 @@ func (x *Extractor) intern(b []byte) string {
 	x.names[s] = s
 	return s
 }
+
+// useCursorWalk makes the extractor find pattern roots with a tree cursor, the way it does when the tree's
+// layout is not the one gx_walk reads; tests compare the two walks.
+func (x *Extractor) useCursorWalk() { x.g.cursor_walk = true }
+
+// layoutWalks is how many files had their pattern roots found by reading the tree's layout.
+func (x *Extractor) layoutWalks() uint64 { return uint64(x.g.layout_walks) }
 
 // Close frees the parser.
 func (x *Extractor) Close() {

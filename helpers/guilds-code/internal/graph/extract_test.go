@@ -59,7 +59,8 @@ func FuzzExtract(f *testing.F) {
 }
 
 // TestRootedRunsMatchWholeQuery checks that running the query only at the node types its patterns start
-// at finds what one run over the whole tree finds, on every fixture file and on Go's own sources.
+// at finds what one run over the whole tree finds, on every fixture file and on Go's own sources, whether
+// the roots are found by reading the tree's layout (gx_walk) or with a tree cursor.
 func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	var paths []string
 	for _, root := range []string{fixtures, filepath.Join(runtime.GOROOT(), "src", "go")} {
@@ -73,9 +74,11 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	if len(paths) < 50 {
 		t.Fatalf("only %d files to compare", len(paths))
 	}
-	rooted, whole := NewExtractor(), NewExtractor()
+	rooted, cursor, whole := NewExtractor(), NewExtractor(), NewExtractor()
 	defer rooted.Close()
+	defer cursor.Close()
 	defer whole.Close()
+	cursor.useCursorWalk()
 	for _, p := range paths {
 		src, err := os.ReadFile(p)
 		if err != nil {
@@ -90,8 +93,11 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		if rp, err := rooted.plan(l); err != nil || rp.roots == nil {
 			t.Fatalf("the %s query has no pattern roots (%v)", l.Name, err)
 		}
-		a, b := &File{Path: p}, &File{Path: p}
+		a, b, c := &File{Path: p}, &File{Path: p}, &File{Path: p}
 		if err := rooted.Extract(context.Background(), l, src, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := cursor.Extract(context.Background(), l, src, c); err != nil {
 			t.Fatal(err)
 		}
 		if err := whole.Extract(context.Background(), l, src, b); err != nil {
@@ -100,5 +106,14 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		if !reflect.DeepEqual(a.Symbols, b.Symbols) || !reflect.DeepEqual(a.Refs, b.Refs) || !reflect.DeepEqual(a.Imports, b.Imports) || a.Pkg != b.Pkg {
 			t.Fatalf("%s: rooted runs found\n%+v\n%+v\nthe whole query\n%+v\n%+v", p, a.Symbols, a.Refs, b.Symbols, b.Refs)
 		}
+		if !reflect.DeepEqual(a, c) {
+			t.Fatalf("%s: the layout walk found\n%+v\n%+v\nthe tree cursor walk\n%+v\n%+v", p, a.Symbols, a.Refs, c.Symbols, c.Refs)
+		}
+	}
+	if n := rooted.layoutWalks(); n != uint64(len(paths)) {
+		t.Fatalf("the tree layout check passed for %d of %d files: the go-tree-sitter version is not the one gx_walk reads", n, len(paths))
+	}
+	if n := cursor.layoutWalks(); n != 0 {
+		t.Fatalf("the cursor-walk extractor read the layout for %d files", n)
 	}
 }
