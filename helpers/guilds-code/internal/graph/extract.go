@@ -3,333 +3,7 @@
 package graph
 
 /*
-#include <stdint.h>
-#include <stdlib.h>
-#include <stdbool.h>
-#include <malloc.h>
-
-// The part of the tree-sitter C API the extractor calls. github.com/smacker/go-tree-sitter compiles
-// and links the library (its api.h declares the same); calling it directly costs one cgo call per
-// file instead of several per node and capture.
-typedef struct TSLanguage TSLanguage;
-typedef struct TSParser TSParser;
-typedef struct TSTree TSTree;
-typedef struct TSQuery TSQuery;
-typedef struct TSQueryCursor TSQueryCursor;
-typedef struct { uint32_t row, column; } TSPoint;
-typedef struct { uint32_t context[4]; const void *id; const TSTree *tree; } TSNode;
-typedef struct { TSNode node; uint32_t index; } TSQueryCapture;
-typedef struct { uint32_t id; uint16_t pattern_index; uint16_t capture_count; const TSQueryCapture *captures; } TSQueryMatch;
-TSParser *ts_parser_new(void);
-void ts_parser_delete(TSParser *self);
-bool ts_parser_set_language(TSParser *self, const TSLanguage *language);
-void ts_parser_set_cancellation_flag(TSParser *self, const size_t *flag);
-void ts_parser_reset(TSParser *self);
-TSTree *ts_parser_parse_string(TSParser *self, const TSTree *old_tree, const char *string, uint32_t length);
-void ts_tree_delete(TSTree *self);
-TSNode ts_tree_root_node(const TSTree *self);
-uint32_t ts_node_start_byte(TSNode self);
-uint32_t ts_node_end_byte(TSNode self);
-TSPoint ts_node_start_point(TSNode self);
-TSPoint ts_node_end_point(TSNode self);
-bool ts_node_is_null(TSNode self);
-TSNode ts_node_child_by_field_id(TSNode self, uint16_t field_id);
-uint16_t ts_language_field_id_for_name(const TSLanguage *self, const char *name, uint32_t name_length);
-uint32_t ts_language_symbol_count(const TSLanguage *self);
-TSQueryCursor *ts_query_cursor_new(void);
-void ts_query_cursor_delete(TSQueryCursor *self);
-void ts_query_cursor_exec(TSQueryCursor *self, const TSQuery *query, TSNode node);
-bool ts_query_cursor_next_match(TSQueryCursor *self, TSQueryMatch *match);
-uint32_t ts_query_capture_count(const TSQuery *self);
-void ts_query_cursor_set_max_start_depth(TSQueryCursor *self, uint32_t max_start_depth);
-typedef struct { const void *tree; const void *id; uint32_t context[3]; } TSTreeCursor;
-TSTreeCursor ts_tree_cursor_new(TSNode node);
-void ts_tree_cursor_delete(TSTreeCursor *self);
-bool ts_tree_cursor_goto_first_child(TSTreeCursor *self);
-bool ts_tree_cursor_goto_next_sibling(TSTreeCursor *self);
-bool ts_tree_cursor_goto_parent(TSTreeCursor *self);
-TSNode ts_tree_cursor_current_node(const TSTreeCursor *self);
-uint16_t ts_node_symbol(TSNode self);
-
-// gx is one extractor's parser, query cursor, cancellation flag and match buffer.
-typedef struct {
-	TSParser *parser;
-	TSQueryCursor *cursor;
-	size_t cancel;
-	bool cursor_walk; // walk with a tree cursor even where gx_walk could (tests compare the two)
-	uint64_t layout_walks; // files whose pattern roots gx_walk found
-	uint32_t *buf;
-	size_t len, cap;
-} gx;
-
-static gx *gx_new(void) {
-	// A tree is freed after every file and the next one allocated: without slack at the top of the heap
-	// glibc gives the memory back and faults it in again for every file (tens of microseconds a page here).
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
-	mallopt(M_TOP_PAD, 8 << 20);
-	gx *g = calloc(1, sizeof(gx));
-	if (!g) return NULL;
-	g->parser = ts_parser_new();
-	g->cursor = ts_query_cursor_new();
-	ts_parser_set_cancellation_flag(g->parser, &g->cancel);
-	return g;
-}
-
-static void gx_free(gx *g) {
-	ts_query_cursor_delete(g->cursor);
-	ts_parser_delete(g->parser);
-	free(g->buf);
-	free(g);
-}
-
-static bool gx_grow(gx *g, size_t need) {
-	if (g->len + need <= g->cap) return true;
-	size_t cap = g->cap ? g->cap * 2 : 1 << 16;
-	while (cap < g->len + need) cap *= 2;
-	uint32_t *b = realloc(g->buf, cap * sizeof(uint32_t));
-	if (!b) return false;
-	g->buf = b;
-	g->cap = cap;
-	return true;
-}
-
-// gx_collect records every match of the cursor in buf: the pattern index and capture count, then for each
-// capture its id, start and end byte, start row, and for the definitions flagged in body_of its end row and
-// the start byte + 1 of its body field (both 0 for other captures, and the body 0 when there is none). It
-// returns false when out of memory.
-static bool gx_collect(gx *g, const uint8_t *body_of, uint16_t body) {
-	TSQueryMatch m;
-	while (ts_query_cursor_next_match(g->cursor, &m)) {
-		if (!gx_grow(g, 2 + 6 * (size_t)m.capture_count)) return false;
-		uint32_t *o = g->buf + g->len;
-		*o++ = m.pattern_index;
-		*o++ = m.capture_count;
-		for (uint16_t i = 0; i < m.capture_count; i++) {
-			TSNode nd = m.captures[i].node;
-			uint32_t id = m.captures[i].index;
-			*o++ = id;
-			*o++ = ts_node_start_byte(nd);
-			*o++ = ts_node_end_byte(nd);
-			*o++ = ts_node_start_point(nd).row;
-			uint32_t end = 0, b = 0;
-			if (body_of[id]) {
-				end = ts_node_end_point(nd).row;
-				if (body) {
-					TSNode bn = ts_node_child_by_field_id(nd, body);
-					if (!ts_node_is_null(bn)) b = ts_node_start_byte(bn) + 1;
-				}
-			}
-			*o++ = end;
-			*o++ = b;
-		}
-		g->len = o - g->buf;
-	}
-	return true;
-}
-
-// The tree's own layout, as this build's tree-sitter (the go-tree-sitter version go.mod names, language ABI
-// 14) keeps it; gx_walk reads it to find the query's pattern roots without a tree cursor, and checks what it
-// reads against the public API before trusting it (gx_layout_ok).
-typedef struct { uint32_t bytes, row, column; } gxLength;
-typedef struct {
-	bool is_inline : 1, visible : 1, named : 1, extra : 1, has_changes : 1, is_missing : 1, is_keyword : 1;
-	uint8_t symbol;
-	uint16_t parse_state;
-	uint8_t padding_columns;
-	uint8_t padding_rows : 4, lookahead_bytes : 4;
-	uint8_t padding_bytes;
-	uint8_t size_bytes;
-} gxInline;
-typedef struct {
-	uint32_t ref_count;
-	gxLength padding, size;
-	uint32_t lookahead_bytes, error_cost, child_count;
-	uint16_t symbol, parse_state;
-	bool visible : 1, named : 1, extra : 1, fragile_left : 1, fragile_right : 1, has_changes : 1,
-		has_external_tokens : 1, has_external_scanner_state_change : 1, depends_on_column : 1, is_missing : 1, is_keyword : 1;
-	union {
-		struct {
-			uint32_t visible_child_count, named_child_count, visible_descendant_count;
-			int32_t dynamic_precedence;
-			uint16_t repeat_depth, production_id;
-			struct { uint16_t symbol, parse_state; } first_leaf;
-		};
-		struct { union { char *long_data; char short_data[24]; }; uint32_t length; } external_scanner_state;
-		int32_t lookahead_char;
-	};
-} gxHeap;
-typedef union { gxInline data; const gxHeap *ptr; } gxSubtree;
-typedef struct { gxSubtree root; const TSLanguage *language; } gxTree;
-typedef struct {
-	uint32_t version, symbol_count, alias_count, token_count, external_token_count, state_count,
-		large_state_count, production_id_count, field_count;
-	uint16_t max_alias_sequence_length;
-	const void *parse_table, *small_parse_table, *small_parse_table_map, *parse_actions, *symbol_names,
-		*field_names, *field_map_slices, *field_map_entries, *symbol_metadata, *public_symbol_map, *alias_map;
-	const uint16_t *alias_sequences;
-} gxLanguage;
-
-static inline gxLength gx_add(gxLength a, gxLength b) {
-	a.bytes += b.bytes;
-	if (b.row > 0) {
-		a.row += b.row;
-		a.column = b.column;
-	} else {
-		a.column += b.column;
-	}
-	return a;
-}
-static inline gxLength gx_padding(gxSubtree s) {
-	if (s.data.is_inline) return (gxLength){s.data.padding_bytes, s.data.padding_rows, s.data.padding_columns};
-	return s.ptr->padding;
-}
-static inline gxLength gx_size(gxSubtree s) {
-	if (s.data.is_inline) return (gxLength){s.data.size_bytes, 0, s.data.size_bytes};
-	return s.ptr->size;
-}
-
-// gx_layout_ok reports whether the tree's root, read through the layout above, is what the public API says.
-static bool gx_layout_ok(const TSTree *t, const TSLanguage *lang) {
-	const gxTree *gt = (const gxTree *)t;
-	TSNode root = ts_tree_root_node(t);
-	if (((const gxLanguage *)lang)->version != 14 || gt->language != lang || root.id != (const void *)&gt->root) return false;
-	gxSubtree s = gt->root;
-	if (s.data.is_inline) return s.data.symbol == ts_node_symbol(root) && root.context[0] + s.data.size_bytes == ts_node_end_byte(root);
-	TSPoint end = ts_node_end_point(root);
-	gxLength at = gx_add((gxLength){root.context[0], root.context[1], root.context[2]}, s.ptr->size);
-	return s.ptr->symbol == ts_node_symbol(root) && at.bytes == ts_node_end_byte(root) && at.row == end.row && at.column == end.column;
-}
-
-// gxFrame is one node whose children gx_walk is going through.
-typedef struct {
-	const gxSubtree *children;
-	const uint16_t *aliases;
-	uint32_t count, next, structural;
-	gxLength at; // where the next child starts, its padding not yet added
-} gxFrame;
-
-// gx_walk runs the query at every node of the tree whose type (its alias where it has one) is flagged in
-// roots, in document order, as a tree cursor walk over the visible nodes would: the children of hidden nodes
-// stand in their place. It reads the subtrees directly, which visits each node for a few loads and adds.
-// It returns 0, or 2 when out of memory.
-static int gx_walk(gx *g, const TSTree *t, const TSLanguage *lang, const TSQuery *q,
-		const uint8_t *body_of, uint16_t body, const uint8_t *roots, uint32_t nroots) {
-	const gxTree *gt = (const gxTree *)t;
-	const gxLanguage *gl = (const gxLanguage *)lang;
-	TSNode root = ts_tree_root_node(t);
-	size_t cap = 64, depth = 0;
-	gxFrame *stack = malloc(cap * sizeof(gxFrame));
-	if (!stack) return 2;
-	const gxSubtree *node = &gt->root;
-	gxLength at = {root.context[0], root.context[1], root.context[2]};
-	uint16_t alias = 0;
-	int rc = 0;
-	for (;;) {
-		gxSubtree s = *node;
-		uint16_t sym = alias ? alias : s.data.is_inline ? s.data.symbol : s.ptr->symbol;
-		if (sym < nroots && roots[sym]) {
-			TSNode nd = {{at.bytes, at.row, at.column, alias}, node, t};
-			ts_query_cursor_exec(g->cursor, q, nd);
-			if (!gx_collect(g, body_of, body)) {
-				rc = 2;
-				break;
-			}
-		}
-		if (!s.data.is_inline && s.ptr->child_count > 0) {
-			if (depth == cap) {
-				gxFrame *grown = realloc(stack, 2 * cap * sizeof(gxFrame));
-				if (!grown) {
-					rc = 2;
-					break;
-				}
-				stack = grown;
-				cap *= 2;
-			}
-			uint16_t pid = s.ptr->production_id;
-			stack[depth++] = (gxFrame){
-				.children = (const gxSubtree *)s.ptr - s.ptr->child_count,
-				.aliases = pid ? &gl->alias_sequences[pid * gl->max_alias_sequence_length] : NULL,
-				.count = s.ptr->child_count,
-				.at = at,
-			};
-		} else if (depth > 0) {
-			stack[depth - 1].at = gx_add(at, gx_size(s));
-		}
-		// The next node: the next child of the innermost node that has one left.
-		while (depth > 0 && stack[depth - 1].next == stack[depth - 1].count) {
-			depth--;
-			if (depth > 0) {
-				// The finished node's end is where its parent's next child starts.
-				gxFrame *done = &stack[depth];
-				stack[depth - 1].at = done->at;
-			}
-		}
-		if (depth == 0) break;
-		gxFrame *f = &stack[depth - 1];
-		node = &f->children[f->next];
-		if (f->next > 0) f->at = gx_add(f->at, gx_padding(*node));
-		at = f->at;
-		alias = 0;
-		bool extra = node->data.is_inline ? node->data.extra : node->ptr->extra;
-		if (!extra) {
-			if (f->aliases) alias = f->aliases[f->structural];
-			f->structural++;
-		}
-		f->next++;
-	}
-	free(stack);
-	return rc;
-}
-
-// gx_run parses src and, when q is set, runs the query over the tree and records its matches (gx_collect).
-// With roots (one flag per grammar symbol: the node types the query's patterns start at), it walks the
-// tree (gx_walk, or a tree cursor when the layout check fails) and runs the query only at those nodes, each
-// match starting at the node itself: the same matches as one run over the whole tree, without the query
-// cursor's bookkeeping at every node.
-// It returns 0, 1 when there is no tree (cancelled), 2 when out of memory, 3 for a grammar the library
-// cannot load.
-static int gx_run(gx *g, const TSLanguage *lang, const TSQuery *q, const char *src, uint32_t n,
-		const uint8_t *body_of, uint16_t body, const uint8_t *roots, uint32_t nroots) {
-	g->len = 0;
-	if (!ts_parser_set_language(g->parser, lang)) return 3;
-	TSTree *t = ts_parser_parse_string(g->parser, NULL, n ? src : "", n);
-	if (!t) {
-		ts_parser_reset(g->parser);
-		return 1;
-	}
-	int rc = 0;
-	if (q && !roots) {
-		ts_query_cursor_set_max_start_depth(g->cursor, UINT32_MAX);
-		ts_query_cursor_exec(g->cursor, q, ts_tree_root_node(t));
-		if (!gx_collect(g, body_of, body)) rc = 2;
-	} else if (q && !g->cursor_walk && gx_layout_ok(t, lang)) {
-		ts_query_cursor_set_max_start_depth(g->cursor, 0);
-		rc = gx_walk(g, t, lang, q, body_of, body, roots, nroots);
-		g->layout_walks++;
-	} else if (q) {
-		ts_query_cursor_set_max_start_depth(g->cursor, 0);
-		TSTreeCursor c = ts_tree_cursor_new(ts_tree_root_node(t));
-		for (;;) {
-			TSNode nd = ts_tree_cursor_current_node(&c);
-			uint16_t sym = ts_node_symbol(nd);
-			if (sym < nroots && roots[sym]) {
-				ts_query_cursor_exec(g->cursor, q, nd);
-				if (!gx_collect(g, body_of, body)) {
-					rc = 2;
-					break;
-				}
-			}
-			if (ts_tree_cursor_goto_first_child(&c)) continue;
-			while (!ts_tree_cursor_goto_next_sibling(&c)) {
-				if (!ts_tree_cursor_goto_parent(&c)) goto done;
-			}
-		}
-	done:
-		ts_tree_cursor_delete(&c);
-	}
-	ts_tree_delete(t);
-	return rc;
-}
+#include "gx.h"
 */
 import "C"
 
@@ -390,13 +64,15 @@ var roleNames = map[string]capRole{
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
 type plan struct {
-	lang   *C.TSLanguage
-	query  *C.TSQuery
-	roles  []capRole
-	kinds  []Kind // the kind of each @def./@decl. capture
-	bodyOf []byte // 1 for the captures whose body field start is recorded
-	body   C.uint16_t
-	roots  []byte // 1 for the grammar symbols the query's patterns start at; nil runs the query over the whole tree
+	lang    *C.TSLanguage
+	query   *C.TSQuery
+	roles   []capRole
+	kinds   []Kind // the kind of each @def./@decl. capture
+	bodyOf  []byte // 1 for the captures whose body field start is recorded
+	body    C.uint16_t
+	roots   []byte    // 1 for the grammar symbols the query's patterns start at; nil runs the query over the whole tree
+	pats    *patterns // the patterns compiled for gx_match_at; nil matches with the query cursor
+	patsErr error     // why pats is nil
 }
 
 // Extractor parses files of every language; it is not safe for concurrent use.
@@ -407,10 +83,19 @@ type Extractor struct {
 	names map[string]string // call and receiver names seen, so each distinct one is allocated once
 
 	// Reused between files.
-	defs   []defHit
-	refs   []refHit
-	locals []localHit
-	bare   []assignHit
+	defs     []defHit
+	refs     []refHit
+	locals   []localHit
+	bare     []assignHit
+	importAt [][2]uint32 // each import's statement and name start, for putting them in source order
+}
+
+// cmpAt orders two (statement, name) start offsets.
+func cmpAt(a, b [2]uint32) int {
+	if c := cmp.Compare(a[0], b[0]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a[1], b[1])
 }
 
 type defHit struct {
@@ -469,11 +154,20 @@ func (x *Extractor) intern(b []byte) string {
 // layout is not the one gx_walk reads; tests compare the two walks.
 func (x *Extractor) useCursorWalk() { x.g.cursor_walk = true }
 
+// useQueryCursor makes the extractor match with tree-sitter's query cursor where gx_match_at could; tests
+// compare the two.
+func (x *Extractor) useQueryCursor() { x.g.query_match = true }
+
 // layoutWalks is how many files had their pattern roots found by reading the tree's layout.
 func (x *Extractor) layoutWalks() uint64 { return uint64(x.g.layout_walks) }
 
 // Close frees the parser.
 func (x *Extractor) Close() {
+	for _, p := range x.plans {
+		if p.pats != nil {
+			p.pats.free()
+		}
+	}
 	if x.g != nil {
 		C.gx_free(x.g)
 		x.g = nil
@@ -532,6 +226,9 @@ func (x *Extractor) plan(l *Lang) (*plan, error) {
 					p.roots[i] = 1
 				}
 			}
+			// A query beyond what gx_match_at implements is matched by the query cursor (tests require
+			// every shipped query to compile).
+			p.pats, p.patsErr = compilePatterns(string(src), p.lang, p.query, l.names, len(p.roots))
 		}
 	}
 	x.plans[l] = p
@@ -604,7 +301,11 @@ func (x *Extractor) run(ctx context.Context, p *plan, src []byte, query bool) ([
 	if len(p.roots) > 0 {
 		roots = (*C.uint8_t)(unsafe.Pointer(&p.roots[0]))
 	}
-	switch C.gx_run(x.g, p.lang, q, s, C.uint32_t(len(src)), (*C.uint8_t)(unsafe.Pointer(&p.bodyOf[0])), p.body, roots, C.uint32_t(len(p.roots))) {
+	var ps *C.gxPatterns
+	if p.pats != nil {
+		ps = p.pats.c
+	}
+	switch C.gx_run(x.g, p.lang, q, ps, s, C.uint32_t(len(src)), (*C.uint8_t)(unsafe.Pointer(&p.bodyOf[0])), p.body, roots, C.uint32_t(len(p.roots))) {
 	case 0:
 	case 1:
 		if err := ctx.Err(); err != nil {
@@ -645,7 +346,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		return fmt.Errorf("parse %s: %w", f.Path, err)
 	}
 	defs, refs, locals, assigned := x.defs[:0], x.refs[:0], x.locals[:0], x.bare[:0]
-	imports := f.Imports[:0]
+	imports, importAt := f.Imports[:0], x.importAt[:0]
 	f.Pkg = ""
 	for i := 0; i+2 <= len(buf); {
 		n := int(buf[i+1])
@@ -656,6 +357,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		var im Import
 		var loc localHit
 		var isDef, isRef, isImport bool
+		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
 		for c := 0; c+6 <= len(caps); c += 6 {
 			id, sb, eb := caps[c], caps[c+1], caps[c+2]
 			switch p.roles[id] {
@@ -688,13 +390,13 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			case roleAssign:
 				assigned = append(assigned, assignHit{at: sb, name: string(src[sb:eb])})
 			case roleImport:
-				isImport = true
+				isImport, stmtAt = true, sb
 			case roleImportPath:
-				im.Path = strings.Trim(string(src[sb:eb]), "\"'`")
+				im.Path, pathAt = strings.Trim(string(src[sb:eb]), "\"'`"), sb
 			case roleImportAlias:
-				im.Alias = string(src[sb:eb])
+				im.Alias, aliasAt = string(src[sb:eb]), sb
 			case roleImportName:
-				im.Name = string(src[sb:eb])
+				im.Name, nameAt = string(src[sb:eb]), sb
 			case rolePackage:
 				f.Pkg = string(src[sb:eb])
 			case roleLocalName:
@@ -709,12 +411,31 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		case isRef && r.name != "":
 			refs = append(refs, r)
 		case isImport && im.Path != "":
-			imports = append(imports, im)
+			at := pathAt
+			if im.Name != "" {
+				at = nameAt
+			} else if im.Alias != "" {
+				at = aliasAt
+			}
+			imports, importAt = append(imports, im), append(importAt, [2]uint32{stmtAt, at})
 		case loc.name != "" && loc.typ != "":
 			locals = append(locals, loc)
 		}
 	}
-	x.defs, x.refs, x.locals, x.bare = defs, refs, locals, assigned
+	x.defs, x.refs, x.locals, x.bare, x.importAt = defs, refs, locals, assigned, importAt
+	// Imports in source order: by statement, then by the name (else alias, else path) each brings in.
+	if !slices.IsSortedFunc(importAt, cmpAt) {
+		order := make([]int, len(imports))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmpAt(importAt[a], importAt[b]) })
+		sorted := make([]Import, len(imports))
+		for i, o := range order {
+			sorted[i] = imports[o]
+		}
+		imports = sorted
+	}
 	f.Imports = imports
 
 	// One definition per name node (the first pattern wins), ordered by position.

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 )
 
-// FuzzExtract feeds arbitrary source text to every language's extraction: it must not panic, and what it
-// returns must hold together (spans in order, parents before children, call sites inside the file).
+// FuzzExtract feeds arbitrary source text to every language's extraction: it must not panic, what it
+// returns must hold together (spans in order, parents before children, call sites inside the file), and
+// the patterns compiled for gx_match_at must find what tree-sitter's query cursor finds.
 func FuzzExtract(f *testing.F) {
 	seeds := []string{
 		"package p\n\n// F does.\nfunc F(a *T) { a.M(); G() }\ntype T struct{ x int }\n",
@@ -28,13 +30,30 @@ func FuzzExtract(f *testing.F) {
 	for i, s := range seeds {
 		f.Add(byte(i), s)
 	}
-	x := NewExtractor()
+	// Every fixture file, in its own language.
+	filepath.WalkDir(fixtures, func(p string, d os.DirEntry, err error) error {
+		if l := LangFor(p); err == nil && !d.IsDir() && l != nil {
+			if src, err := os.ReadFile(p); err == nil {
+				f.Add(byte(slices.Index(langs, l)), string(src))
+			}
+		}
+		return nil
+	})
+	x, q := NewExtractor(), NewExtractor()
 	defer x.Close()
+	defer q.Close()
+	q.useQueryCursor()
 	f.Fuzz(func(t *testing.T, which byte, src string) {
 		l := langs[int(which)%len(langs)]
-		file := &File{Path: "x", Lang: l.Name}
+		file, want := &File{Path: "x", Lang: l.Name}, &File{Path: "x", Lang: l.Name}
 		if err := x.Extract(context.Background(), l, []byte(src), file); err != nil {
 			t.Fatalf("%s: %v", l.Name, err)
+		}
+		if err := q.Extract(context.Background(), l, []byte(src), want); err != nil {
+			t.Fatalf("%s with the query cursor: %v", l.Name, err)
+		}
+		if !reflect.DeepEqual(file, want) {
+			t.Fatalf("%s: gx_match_at found\n%+v\n%+v\n%+v\nthe query cursor\n%+v\n%+v\n%+v", l.Name, file.Symbols, file.Refs, file.Imports, want.Symbols, want.Refs, want.Imports)
 		}
 		lines := uint32(1)
 		for _, c := range []byte(src) {
@@ -58,12 +77,21 @@ func FuzzExtract(f *testing.F) {
 	})
 }
 
-// TestRootedRunsMatchWholeQuery checks that running the query only at the node types its patterns start
-// at finds what one run over the whole tree finds, on every fixture file and on Go's own sources, whether
-// the roots are found by reading the tree's layout (gx_walk) or with a tree cursor.
+// TestRootedRunsMatchWholeQuery checks that matching only at the node types the query's patterns start at
+// finds what one query run over the whole tree finds, on every fixture file and on Go's own sources: with
+// the patterns compiled for gx_match_at (what ships), and with the query cursor at roots found by reading
+// the tree's layout (gx_walk) or with a tree cursor.
 func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	var paths []string
-	for _, root := range []string{fixtures, filepath.Join(runtime.GOROOT(), "src", "go")} {
+	// Besides the fixtures and Go's parser, the C, JavaScript and shell in Go's tree, and the Python and
+	// JavaScript found on the machine (make setup installs both).
+	roots := []string{fixtures, filepath.Join(runtime.GOROOT(), "src", "go"), filepath.Join(runtime.GOROOT(), "src", "runtime", "cgo"),
+		filepath.Join(runtime.GOROOT(), "misc"), filepath.Join(runtime.GOROOT(), "lib"), filepath.Join(runtime.GOROOT(), "src", "cmd", "dist")}
+	for _, pattern := range []string{"/usr/lib/python3*/email", "/usr/lib/python3*/json", "../../../../tools/node_modules/playwright-core/lib/server/chromium"} {
+		more, _ := filepath.Glob(pattern)
+		roots = append(roots, more...)
+	}
+	for _, root := range roots {
 		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && LangFor(p) != nil {
 				paths = append(paths, p)
@@ -74,10 +102,12 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	if len(paths) < 50 {
 		t.Fatalf("only %d files to compare", len(paths))
 	}
-	rooted, cursor, whole := NewExtractor(), NewExtractor(), NewExtractor()
+	rooted, query, cursor, whole := NewExtractor(), NewExtractor(), NewExtractor(), NewExtractor()
 	defer rooted.Close()
+	defer query.Close()
 	defer cursor.Close()
 	defer whole.Close()
+	query.useQueryCursor()
 	cursor.useCursorWalk()
 	for _, p := range paths {
 		src, err := os.ReadFile(p)
@@ -92,10 +122,18 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		pl.roots = nil
 		if rp, err := rooted.plan(l); err != nil || rp.roots == nil {
 			t.Fatalf("the %s query has no pattern roots (%v)", l.Name, err)
+		} else if rp.pats == nil {
+			t.Fatalf("the %s query does not compile for gx_match_at: %v", l.Name, rp.patsErr)
 		}
-		a, b, c := &File{Path: p}, &File{Path: p}, &File{Path: p}
+		a, b, c, d := &File{Path: p}, &File{Path: p}, &File{Path: p}, &File{Path: p}
 		if err := rooted.Extract(context.Background(), l, src, a); err != nil {
 			t.Fatal(err)
+		}
+		if err := query.Extract(context.Background(), l, src, d); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, d) {
+			t.Fatalf("%s: gx_match_at found\n%+v\n%+v\n%+v\nthe query cursor\n%+v\n%+v\n%+v", p, a.Symbols, a.Refs, a.Imports, d.Symbols, d.Refs, d.Imports)
 		}
 		if err := cursor.Extract(context.Background(), l, src, c); err != nil {
 			t.Fatal(err)
@@ -108,6 +146,11 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		}
 		if !reflect.DeepEqual(a, c) {
 			t.Fatalf("%s: the layout walk found\n%+v\n%+v\nthe tree cursor walk\n%+v\n%+v", p, a.Symbols, a.Refs, c.Symbols, c.Refs)
+		}
+	}
+	for _, l := range langs {
+		if p, err := rooted.plan(l); err != nil || p.pats == nil {
+			t.Errorf("the %s query does not compile for gx_match_at: %v %v", l.Name, err, p.patsErr)
 		}
 	}
 	if n := rooted.layoutWalks(); n != uint64(len(paths)) {
