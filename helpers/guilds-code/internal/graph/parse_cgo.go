@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 )
 
@@ -73,6 +74,9 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "usage: %s < request\n%s parses source files with tree-sitter for guilds-code, which starts it with a parse request on standard input; it takes no arguments\n", ParserName, ParserName)
 		return 2
 	}
+	// The worker's live heap is a few records in flight: collecting it four times less often costs little
+	// memory and gives the parsers back the time.
+	debug.SetGCPercent(400)
 	if err := ServeParse(context.Background(), in, out, nil); err != nil {
 		fmt.Fprintf(errOut, "%s: %v\n", ParserName, err)
 		return 1

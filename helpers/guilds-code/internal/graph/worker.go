@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ParserName is the companion binary that parses files with tree-sitter for a guilds-code built without cgo.
@@ -277,6 +279,13 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	if err := cmd.Start(); err != nil {
 		run.crash = fmt.Errorf("start %s: %w", bin, err)
 		return run
+	}
+	// The parsers write under one lock: with room for a few hundred records in the pipe they go on
+	// parsing while this process, sharing the cores with them, gets round to reading.
+	if f, ok := stdout.(*os.File); ok {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+		}
 	}
 	r := bufio.NewReaderSize(stdout, 64<<10)
 	proto := readFrames(r, len(idx), func(k int, rec []byte) error {
