@@ -95,15 +95,21 @@ static void gx_free(gx *g) {
 	free(g);
 }
 
-static bool gx_grow(gx *g, size_t need) {
-	if (g->len + need <= g->cap) return true;
-	size_t cap = g->cap ? g->cap * 2 : 1 << 16;
-	while (cap < g->len + need) cap *= 2;
-	uint32_t *b = realloc(g->buf, cap * sizeof(uint32_t));
+// gx_reserve makes room for need elements of size bytes in *buf, doubling its capacity *cap.
+static bool gx_reserve(void **buf, size_t *cap, size_t need, size_t size) {
+	if (need <= *cap) return true;
+	size_t c = *cap ? *cap * 2 : 256;
+	while (c < need) c *= 2;
+	void *b = realloc(*buf, c * size);
 	if (!b) return false;
-	g->buf = b;
-	g->cap = cap;
+	*buf = b;
+	*cap = c;
 	return true;
+}
+
+// gx_grow makes room for need more words in the match buffer.
+static bool gx_grow(gx *g, size_t need) {
+	return gx_reserve((void **)&g->buf, &g->cap, g->len + need, sizeof(uint32_t));
 }
 
 // gx_collect records every match of the cursor in buf: the pattern index and capture count, then for each
@@ -285,17 +291,6 @@ typedef struct {
 	uint16_t body;
 	bool oom;
 } gxM;
-
-static bool gx_reserve(void **buf, size_t *cap, size_t need, size_t size) {
-	if (need <= *cap) return true;
-	size_t c = *cap ? *cap * 2 : 256;
-	while (c < need) c *= 2;
-	void *b = realloc(*buf, c * size);
-	if (!b) return false;
-	*buf = b;
-	*cap = c;
-	return true;
-}
 
 static inline uint16_t gx_public(const gxLanguage *gl, uint16_t sym) {
 	return sym >= GX_SYM_ERROR_REPEAT ? sym : gl->public_symbol_map[sym];
