@@ -367,3 +367,29 @@ func TestShowBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestRankFiles(t *testing.T) {
+	tests := []struct {
+		counts []fileCount
+		want   []string
+	}{
+		{nil, nil},
+		{[]fileCount{{"b", 1}, {"a", 1}, {"c", 5}}, []string{"c", "a", "b"}}, // most lines first, ties by path
+		{[]fileCount{{"a", 1500}, {"b", 499}, {"c", 400}, {"d", 1}}, []string{"a", "b", "c"}},
+		{[]fileCount{{"a", 2000}, {"b", 2000}}, []string{"a"}},
+		{[]fileCount{{"z", 1999}, {"y", 1}, {"x", 1}}, []string{"z", "x"}},
+	}
+	for _, tt := range tests {
+		ts := &textSearch{counts: slices.Clone(tt.counts)}
+		var got []string
+		for _, fc := range ts.rankFiles() {
+			got = append(got, fc.raw)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("rankFiles(%v) = %v; want %v", tt.counts, got, tt.want)
+		}
+		if !slices.Equal(ts.counts, tt.counts) {
+			t.Errorf("rankFiles reordered its input: %v", ts.counts)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
@@ -36,9 +39,12 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 	var hits []graph.Hit
 	if len(t.counts) > 0 {
 		glob, _ := parseGlob(a.Glob)
-		args := append(t.args("--json"), glob.engineArgs...)
+		args := append(t.args("--json", "--max-count", strconv.Itoa(maxSymbolHits)), glob.engineArgs...)
 		args = append(args, "--regexp", a.Pattern, "--")
-		for _, fc := range t.counts {
+		// The files with the most matching lines come first, ties by path, and only as many are
+		// read as can fill maxSymbolHits, so the same search always groups the same hits.
+		rank := t.rankFiles()
+		for _, fc := range rank {
 			args = append(args, fc.raw)
 		}
 		var cur string
@@ -56,12 +62,27 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 			case "match":
 				hits = append(hits, graph.Hit{Path: cur, Line: m.Line, Text: showLine(m.Text)})
 			}
-			return len(hits) < maxSymbolHits
+			return true
 		})
 		if err != nil {
 			return envelope.Errorf(nil, "%v", err)
 		}
 		t.timedOut = t.timedOut || o.timedOut
+		order := make(map[string]int, len(rank))
+		for i, fc := range rank {
+			p := fc.raw
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(pl.dir, p)
+			}
+			order[p] = i
+		}
+		// The engine searches files in parallel and reports them in the order they finish.
+		slices.SortStableFunc(hits, func(x, y graph.Hit) int {
+			return cmp.Or(cmp.Compare(order[x.Path], order[y.Path]), cmp.Compare(x.Line, y.Line))
+		})
+		if len(hits) > maxSymbolHits {
+			hits = hits[:maxSymbolHits]
+		}
 	}
 	text, meta, err := graph.GroupHits(ctx, c, a.Path, hits, limit)
 	if err != nil {
@@ -76,4 +97,21 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 		text += fmt.Sprintf("the text search stopped after %s; results are partial: narrow path or glob\n", DefaultBudget)
 	}
 	return envelope.Reply{Text: text, Meta: meta}
+}
+
+// rankFiles orders the matching files by matching lines, most first, ties by path, and keeps the
+// first ones whose lines fill maxSymbolHits.
+func (t *textSearch) rankFiles() []fileCount {
+	rank := slices.Clone(t.counts)
+	slices.SortFunc(rank, func(x, y fileCount) int {
+		return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.raw, y.raw))
+	})
+	n := 0
+	for i, fc := range rank {
+		if n >= maxSymbolHits {
+			return rank[:i]
+		}
+		n += fc.n
+	}
+	return rank
 }
