@@ -20,5 +20,7 @@
 // is mostly dead blocks.
 //
 // Parsing needs tree-sitter (cgo). guilds-code is built without cgo and starts the companion
-// guilds-code-parse (worker.go) only when files need parsing; builds with cgo parse in process.
+// guilds-code-parse (worker.go) only when files need parsing; builds with cgo parse in process. The
+// worker writes its records in batches, so guilds-code wakes once a batch; each parser names the
+// file it is on in a slots file shared with guilds-code, which pins a crash on that file.
 package graph

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // inProcess parses files with tree-sitter in this process, which has cgo.
@@ -77,7 +78,7 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	// The worker's live heap is a few records in flight: collecting it four times less often costs little
 	// memory and gives the parsers back the time.
 	debug.SetGCPercent(400)
-	if err := ServeParse(context.Background(), in, out, nil); err != nil {
+	if err := ServeParse(context.Background(), in, out, os.NewFile(slotsFD, "slots"), nil); err != nil {
 		fmt.Fprintf(errOut, "%s: %v\n", ParserName, err)
 		return 1
 	}
@@ -85,40 +86,51 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 }
 
 // ServeParse answers one parse request read from in with frames on out, parsing with the request's
-// number of parsers. before, when set, sees each file's path just before its parse (tests use it
-// to crash a worker on a chosen file). It reads files and writes nothing but out.
-func ServeParse(ctx context.Context, in io.Reader, out io.Writer, before func(rel string)) error {
+// number of parsers. slots is the slots file guilds-code passed (nil: none is kept). before, when
+// set, sees each file's path just before its parse (tests use it to crash a worker on a chosen
+// file). It reads files and writes nothing but out and the slots.
+func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.File, before func(rel string)) error {
 	req, err := io.ReadAll(in)
 	if err != nil {
 		return fmt.Errorf("read the request: %w", err)
 	}
 	root, jobs, files, err := decodeRequest(req)
+	var slots []uint64
+	if err == nil && slotsFile != nil {
+		var unmap func()
+		if slots, unmap, err = mapSlots(slotsFile, jobs); err == nil {
+			defer unmap()
+		}
+	}
 	if err != nil {
 		msg := binary.AppendUvarint([]byte{'E'}, uint64(len(err.Error())))
 		_, _ = out.Write(append(msg, err.Error()...))
 		return err
 	}
 	var (
-		mu   sync.Mutex
-		next int
-		werr error
+		mu      sync.Mutex
+		next    int
+		pending = make([]byte, 0, flushBytes+64<<10)
+		werr    error
 	)
-	// claim writes the frame of the file just parsed and the start of the next one in one write,
-	// so that when a parse crashes the frames already written name the file in flight.
+	// claim adds the frame of the file just parsed to the answer, writing the answer once it holds
+	// flushBytes, and hands out the next file.
 	claim := func(frame []byte) (int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
+		pending = append(pending, frame...)
+		if len(pending) >= flushBytes && werr == nil {
+			if _, err := out.Write(pending); err != nil {
+				werr = fmt.Errorf("write the answer: %w", err)
+			}
+			pending = pending[:0]
+		}
 		i := next
 		if i < len(files) && werr == nil {
 			next++
-			frame = binary.AppendUvarint(append(frame, 'S'), uint64(i))
+			return i, true
 		}
-		if len(frame) > 0 && werr == nil {
-			if _, err := out.Write(frame); err != nil {
-				werr = fmt.Errorf("write the answer: %w", err)
-			}
-		}
-		return i, i < len(files) && werr == nil
+		return i, false
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < min(jobs, len(files)); w++ {
@@ -130,6 +142,14 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, before func(re
 			var frame []byte
 			for {
 				i, ok := claim(frame)
+				if slots != nil {
+					// Set before the parse: if it crashes, guilds-code finds the file here.
+					slot := uint64(0)
+					if ok {
+						slot = uint64(i) + 1
+					}
+					atomic.StoreUint64(&slots[w], slot)
+				}
 				if !ok {
 					return
 				}
@@ -152,7 +172,8 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, before func(re
 	if werr != nil {
 		return werr
 	}
-	if _, err := out.Write(binary.AppendUvarint([]byte{'Z'}, uint64(len(files)))); err != nil {
+	pending = binary.AppendUvarint(append(pending, 'Z'), uint64(len(files)))
+	if _, err := out.Write(pending); err != nil {
 		return fmt.Errorf("write the answer: %w", err)
 	}
 	return nil

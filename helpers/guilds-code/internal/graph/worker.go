@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,16 +28,25 @@ const ParserName = "guilds-code-parse"
 //	reqMagic, graph format (magic), root, jobs (parser goroutines), count, then per file: path,
 //	language, size, mtime
 //
-// and the worker answers on its standard output with frames, one byte of type then its body:
+// and passes it the slots file as descriptor 3: one little-endian uint64 per parser, which holds
+// 1 + the index of the file that parser is parsing (0 when none). The worker answers on its standard
+// output with frames, one byte of type then its body:
 //
-//	'S' i            it starts parsing file i (so a crash names the files in flight)
 //	'F' i len record file i is parsed: its File in the graph file's record encoding (encodeRecord)
 //	'E' message      the request was refused; nothing else follows
 //	'Z' count        every file was answered
 //
-// A worker that dies before 'Z' (a grammar crashing on a hostile file) has answered the files it
-// framed with 'F'; the ones it started and did not finish are the suspects.
-const reqMagic = "GRAFTP\x00\x01"
+// It writes its frames in batches of about flushBytes, so that guilds-code, which shares the cores
+// with the parsers, wakes once a batch and not once a file. A worker that dies before 'Z' (a
+// grammar crashing on a hostile file) has answered the files whose frames it wrote; the files its
+// slots name are the suspects, and the rest are parsed again by a fresh worker.
+const reqMagic = "GRAFTP\x00\x02"
+
+// flushBytes is about how much answer the worker collects before it writes.
+const flushBytes = 256 << 10
+
+// slotsFD is the descriptor the worker finds its slots file at.
+const slotsFD = 3
 
 // parseJob is one file the worker parses.
 type parseJob struct {
@@ -66,6 +76,9 @@ func encodeRequest(root string, jobs int, files []parseJob) []byte {
 // decodeRequest reads a parse request, refusing paths that are absolute or climb out of the root.
 func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error) {
 	if !bytes.HasPrefix(b, []byte(reqMagic)) {
+		if bytes.HasPrefix(b, []byte(reqMagic[:len(reqMagic)-1])) {
+			return "", 0, nil, fmt.Errorf("guilds-code speaks another version of the parse protocol than this %s: they come from different builds; rebuild both with `make build`", ParserName)
+		}
 		return "", 0, nil, errors.New("not a parse request (bad header)")
 	}
 	d := decoder{buf: b, off: len(reqMagic)}
@@ -184,7 +197,7 @@ type Failure struct {
 // workerRun is what one run of the worker over a batch answered.
 type workerRun struct {
 	done    []bool // the batch files answered with 'F'
-	started []bool // the batch files announced with 'S'
+	started []bool // the batch files the worker's slots named when it stopped
 	crash   error  // why the worker stopped before its trailer; nil when it finished
 	fatal   error  // the worker answered something guilds-code cannot read: no file is to blame
 }
@@ -263,9 +276,16 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 		s := todo[i]
 		files[k] = parseJob{Rel: s.rel, Lang: s.lang.Name, Size: s.size, Mtime: s.mtime}
 	}
+	slots, err := newSlots(jobs)
+	if err != nil {
+		run.fatal = err
+		return run
+	}
+	defer slots.Close()
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Dir = "/"
 	cmd.Stdin = bytes.NewReader(encodeRequest(root, jobs, files))
+	cmd.ExtraFiles = []*os.File{slots} // descriptor slotsFD
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
 	// The worker dies with guilds-code, and gets a moment to be killed when the budget ends.
@@ -296,7 +316,7 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 		out[idx[k]] = f
 		run.done[k] = true
 		return nil
-	}, func(k int) { run.started[k] = true })
+	})
 	var died *workerDied
 	if proto != nil && !errors.As(proto, &died) {
 		// It answered something unreadable: stop it; no file is to blame.
@@ -307,9 +327,21 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	}
 	_, _ = io.Copy(io.Discard, r)
 	werr := cmd.Wait()
-	switch {
-	case proto == nil && werr == nil:
+	if proto == nil && werr == nil {
 		return run
+	}
+	// The files its parsers were on when it stopped are the suspects.
+	buf := make([]byte, 8*jobs)
+	if _, err := slots.ReadAt(buf, 0); err != nil {
+		run.fatal = fmt.Errorf("read the parse worker's slots: %w", err)
+		return run
+	}
+	for p := 0; p < jobs; p++ {
+		if v := binary.LittleEndian.Uint64(buf[8*p:]); v > 0 && v <= uint64(len(idx)) {
+			run.started[v-1] = true
+		}
+	}
+	switch {
 	case werr != nil:
 		run.crash = describeExit(werr, stderr.String())
 	default:
@@ -324,9 +356,44 @@ type workerDied struct{ err error }
 func (e *workerDied) Error() string { return "parse worker output ended early: " + e.err.Error() }
 func (e *workerDied) Unwrap() error { return e.err }
 
-// readFrames reads the worker's frames until its trailer, calling done for each record and start
-// for each announced file. It returns nil only when the trailer arrived.
-func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func(int)) error {
+// newSlots makes the worker's slots file: shared memory of one uint64 per parser, zeroed.
+func newSlots(jobs int) (*os.File, error) {
+	var f *os.File
+	if fd, err := unix.MemfdCreate("guilds-parse-slots", unix.MFD_CLOEXEC); err == nil {
+		f = os.NewFile(uintptr(fd), "guilds-parse-slots")
+	} else {
+		// No memfd (an old kernel or a sandbox that forbids it): an unlinked temporary file does the same.
+		if f, err = os.CreateTemp("", "guilds-parse-slots-*"); err != nil {
+			return nil, fmt.Errorf("make the parse worker's slots file: %w", err)
+		}
+		os.Remove(f.Name())
+	}
+	if err := f.Truncate(int64(8 * jobs)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("size the parse worker's slots file: %w", err)
+	}
+	return f, nil
+}
+
+// mapSlots maps the worker's slots file, which must hold n slots, shared with guilds-code.
+func mapSlots(f *os.File, n int) ([]uint64, func(), error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, nil, fmt.Errorf("the slots file on descriptor %d: %w (guilds-code starts %s with it)", slotsFD, err, ParserName)
+	}
+	if st.Size < int64(8*n) {
+		return nil, nil, fmt.Errorf("the slots file on descriptor %d holds %d bytes, not the %d of %d parsers", slotsFD, st.Size, 8*n, n)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, 8*n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map the slots file: %w", err)
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), func() { _ = unix.Munmap(mem) }, nil
+}
+
+// readFrames reads the worker's frames until its trailer, calling done for each record. It returns
+// nil only when the trailer arrived.
+func readFrames(r *bufio.Reader, n int, done func(int, []byte) error) error {
 	index := func() (int, error) {
 		i, err := binary.ReadUvarint(r)
 		if err != nil {
@@ -343,12 +410,6 @@ func readFrames(r *bufio.Reader, n int, done func(int, []byte) error, start func
 			return &workerDied{err}
 		}
 		switch typ {
-		case 'S':
-			i, err := index()
-			if err != nil {
-				return err
-			}
-			start(i)
 		case 'F':
 			i, err := index()
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -70,8 +71,18 @@ func oldPathMissing() (string, error) {
 	return defaultParserPath()
 }
 
+// benchChild, when set (by a cgo build), is what the test binary does when a benchmark re-executes it
+// with parseOnlyEnv naming a file list.
+var benchChild func(listFile string) int
+
+// parseOnlyEnv names the file list of a test binary re-executed to parse with tree-sitter and nothing else.
+const parseOnlyEnv = "GUILDS_BENCH_PARSE_ONLY"
+
 // TestMain removes the worker binaries built for the tests.
 func TestMain(m *testing.M) {
+	if list := os.Getenv(parseOnlyEnv); list != "" && benchChild != nil {
+		os.Exit(benchChild(list))
+	}
 	code := m.Run()
 	for _, b := range workerBins {
 		os.RemoveAll(filepath.Dir(b))
@@ -269,11 +280,13 @@ func TestReadFrames(t *testing.T) {
 		in   []byte
 		err  string
 	}{
-		{"ok", frame(byte('S'), 0, byte('F'), 0, len(rec), string(rec), byte('Z'), 1), ""},
-		{"truncated", frame(byte('S'), 0, byte('F'), 0, len(rec)), "ended early"},
-		{"no trailer", frame(byte('S'), 0), "ended early"},
-		{"index out of range", frame(byte('S'), 5), "file 5 of 1"},
+		{"ok", frame(byte('F'), 0, len(rec), string(rec), byte('Z'), 1), ""},
+		{"truncated", frame(byte('F'), 0, len(rec)), "ended early"},
+		{"no trailer", frame(byte('F'), 0, len(rec), string(rec)), "ended early"},
+		{"nothing", frame(), "ended early"},
+		{"index out of range", frame(byte('F'), 5, len(rec), string(rec)), "file 5 of 1"},
 		{"unknown frame", frame(byte('Q')), "unknown frame"},
+		{"start frame of the older protocol", frame(byte('S'), 0), "unknown frame"},
 		{"refused", frame(byte('E'), 3, "bad"), "refused the request: bad"},
 		{"short trailer", frame(byte('Z'), 0), "counts 0 files of 1"},
 		{"bad record", frame(byte('F'), 0, 2, "xx", byte('Z'), 1), "record of a.go"},
@@ -284,7 +297,7 @@ func TestReadFrames(t *testing.T) {
 			err := readFrames(bufio.NewReader(bytes.NewReader(tc.in)), 1, func(i int, b []byte) error {
 				got = &File{Path: "a.go", Lang: "go"}
 				return decodeRecord(b, got)
-			}, func(int) {})
+			})
 			if tc.err == "" {
 				if err != nil || got == nil || got.Hash != 7 || got.Size != 3 {
 					t.Fatalf("got %+v, %v", got, err)
@@ -320,6 +333,12 @@ func TestDecodeRequestRefuses(t *testing.T) {
 	if _, _, _, err := decodeRequest(other); err == nil || !strings.Contains(err.Error(), "rebuild both with `make build`") {
 		t.Errorf("another format: %v", err)
 	}
+	// So does one that speaks another version of the protocol.
+	older := encodeRequest("/r", 1, nil)
+	older[len(reqMagic)-1]--
+	if _, _, _, err := decodeRequest(older); err == nil || !strings.Contains(err.Error(), "another version of the parse protocol") {
+		t.Errorf("another protocol version: %v", err)
+	}
 	root, jobs, files, err := decodeRequest(encodeRequest("/r", 2, []parseJob{{Rel: "a/b.go", Lang: "go", Size: 4, Mtime: 5}}))
 	if err != nil || root != "/r" || jobs != 2 || len(files) != 1 || files[0] != (parseJob{"a/b.go", "go", 4, 5}) {
 		t.Fatalf("round trip: %s %d %v %v", root, jobs, files, err)
@@ -342,6 +361,32 @@ func FuzzWorkerInput(f *testing.F) {
 			f.Syms()
 			f.LoadRefs()
 			return nil
-		}, func(int) {})
+		})
 	})
+}
+
+// TestSlots: what the worker stores in its mapped slots, guilds-code reads from the file; a slots
+// file too small for the request's parsers is refused.
+func TestSlots(t *testing.T) {
+	f, err := newSlots(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	slots, unmap, err := mapSlots(f, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreUint64(&slots[1], 42)
+	unmap()
+	buf := make([]byte, 16)
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := binary.LittleEndian.Uint64(buf), binary.LittleEndian.Uint64(buf[8:]); a != 0 || b != 42 {
+		t.Fatalf("slots read %d, %d; want 0, 42", a, b)
+	}
+	if _, _, err := mapSlots(f, 3); err == nil || !strings.Contains(err.Error(), "holds 16 bytes, not the 24 of 3 parsers") {
+		t.Fatalf("a short slots file: %v", err)
+	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	err := graph.ServeParse(context.Background(), os.Stdin, os.Stdout, func(rel string) {
+	err := graph.ServeParse(context.Background(), os.Stdin, os.Stdout, os.NewFile(3, "slots"), func(rel string) {
 		if strings.HasPrefix(path.Base(rel), "crash") {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGSEGV)
 			select {}
