@@ -3,6 +3,7 @@ module github.com/guildsai/guilds/helpers/guilds-code
 go 1.26.8
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/guildsai/guilds/shared v0.0.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/smacker/go-tree-sitter v0.0.0-20240827094217-dd81d9e9be82

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,15 +57,9 @@ func (g *Graph) File(rel string) *File {
 	return nil
 }
 
-// hashBytes is FNV-1a 64 of the content: stable across processes and cheap next to parsing.
-func hashBytes(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
+// hashBytes is XXH64 of the content: stable across processes, and at about 20 GB/s next to FNV-1a's
+// 0.9 GB/s it costs nothing next to parsing.
+func hashBytes(b []byte) uint64 { return xxhash.Sum64(b) }
 
 type seen struct {
 	rel   string

@@ -71,10 +71,10 @@ func graphHeader(buf []byte) (string, int, error) {
 }
 
 // magic opens every graph file; the last byte is the format version.
-const magic = "GRAFT\x00\x0a"
+const magic = "GRAFT\x00\x0b"
 
 // blocksMagic opens every blocks file, so no block starts at offset 0.
-const blocksMagic = "GRAFTB\x00\x0a"
+const blocksMagic = "GRAFTB\x00\x0b"
 
 // encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*File, counted bool) []byte {
