@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // inProcess parses files with tree-sitter in this process, which has cgo.
@@ -78,8 +80,14 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 	// The worker's live heap is a few records in flight: collecting it four times less often costs little
 	// memory and gives the parsers back the time.
 	debug.SetGCPercent(400)
-	if err := ServeParse(context.Background(), in, out, os.NewFile(slotsFD, "slots"), nil); err != nil {
-		fmt.Fprintf(errOut, "%s: %v\n", ParserName, err)
+	// guilds-code asks the worker to stop with SIGTERM when its budget ends; it then hands over the
+	// records it holds.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := ServeParse(ctx, in, out, os.NewFile(slotsFD, "slots"), nil); err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(errOut, "%s: %v\n", ParserName, err)
+		}
 		return 1
 	}
 	return 0
@@ -88,7 +96,8 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 // ServeParse answers one parse request read from in with frames on out, parsing with the request's
 // number of parsers. slots is the slots file guilds-code passed (nil: none is kept). before, when
 // set, sees each file's path just before its parse (tests use it to crash a worker on a chosen
-// file). It reads files and writes nothing but out and the slots.
+// file). When ctx ends it writes the records it holds at once, starts no other file and returns
+// ctx's error. It reads files and writes nothing but out and the slots.
 func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.File, before func(rel string)) error {
 	req, err := io.ReadAll(in)
 	if err != nil {
@@ -108,30 +117,47 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 		return err
 	}
 	var (
-		mu      sync.Mutex
-		next    int
-		pending = make([]byte, 0, flushBytes+64<<10)
-		werr    error
+		mu       sync.Mutex
+		next     int
+		answered int
+		pending  = make([]byte, 0, flushBytes+64<<10)
+		werr     error
 	)
-	// claim adds the frame of the file just parsed to the answer, writing the answer once it holds
-	// flushBytes, and hands out the next file.
-	claim := func(frame []byte) (int, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		pending = append(pending, frame...)
-		if len(pending) >= flushBytes && werr == nil {
+	// write sends what the answer holds; the caller holds mu.
+	write := func() {
+		if werr == nil {
 			if _, err := out.Write(pending); err != nil {
 				werr = fmt.Errorf("write the answer: %w", err)
 			}
-			pending = pending[:0]
+		}
+		pending = pending[:0]
+	}
+	// claim adds the frame of the file just parsed to the answer, writing the answer once it holds
+	// flushBytes (at once after ctx ended), and hands out the next file.
+	claim := func(frame []byte) (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(frame) > 0 {
+			pending = append(pending, frame...)
+			answered++
+		}
+		if len(pending) >= flushBytes || ctx.Err() != nil {
+			write()
 		}
 		i := next
-		if i < len(files) && werr == nil {
+		if i < len(files) && werr == nil && ctx.Err() == nil {
 			next++
 			return i, true
 		}
 		return i, false
 	}
+	// When ctx ends, the records collected so far go out at once, while the parses in flight stop.
+	stopped := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		write()
+	})
+	defer stopped()
 	var wg sync.WaitGroup
 	for w := 0; w < min(jobs, len(files)); w++ {
 		wg.Add(1)
@@ -159,7 +185,9 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 				}
 				f := parseOne(ctx, x, root, seen{rel: j.Rel, size: j.Size, mtime: j.Mtime, lang: LangNamed(j.Lang)})
 				if f == nil {
-					f = &File{Path: j.Rel, Lang: j.Lang, Size: -1}
+					// Stopped during its parse: the file is left for the next build.
+					frame = frame[:0]
+					continue
 				}
 				rec := encodeRecord(f)
 				frame = binary.AppendUvarint(append(frame[:0], 'F'), uint64(i))
@@ -169,12 +197,14 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 		}()
 	}
 	wg.Wait()
-	if werr != nil {
-		return werr
+	mu.Lock()
+	defer mu.Unlock()
+	if answered < len(files) && werr == nil {
+		// Stopped before every file was parsed: what was parsed goes out, without the trailer.
+		write()
+		return ctx.Err()
 	}
 	pending = binary.AppendUvarint(append(pending, 'Z'), uint64(len(files)))
-	if _, err := out.Write(pending); err != nil {
-		return fmt.Errorf("write the answer: %w", err)
-	}
-	return nil
+	write()
+	return werr
 }

@@ -290,6 +290,9 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
 	// The worker dies with guilds-code, and gets a moment to be killed when the budget ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// When the budget ends the worker is asked to stop (SIGTERM): it hands over the records it holds
+	// and exits; one that does not is killed 2 s later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -258,6 +258,42 @@ func TestWorkerBudget(t *testing.T) {
 	}
 }
 
+// TestWorkerStopHandsOver: when the budget ends during a build, the worker is asked to stop and
+// hands over the records it holds (fewer than one batch here, so none were written yet): only the
+// file it was stuck on is missing, and it is not blamed for a crash.
+func TestWorkerStopHandsOver(t *testing.T) {
+	withWorker(t, workerBin(t, "crashparse"))
+	home := newHome(t, "graph-go")
+	root := filepath.Join(home, "repos", "graph-go")
+	for i := 0; i < 20; i++ {
+		src := fmt.Sprintf("package main\n\nfunc extra%d() { helper() }\n", i)
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("extra%02d.go", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "stall_me.go"), []byte("package main\n\nfunc stuck() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	start := time.Now()
+	g, err := Open(ctx, root, filepath.Join(home, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("took %s: the worker did not stop when asked", d)
+	}
+	if g.Missing != 1 || g.File("stall_me.go") != nil || len(g.Failed) != 0 {
+		t.Fatalf("missing %d (want 1: stall_me.go), stall_me.go in the graph: %v, failed %v", g.Missing, g.File("stall_me.go") != nil, g.Failed)
+	}
+	for i := 0; i < 20; i++ {
+		if f := g.File(fmt.Sprintf("extra%02d.go", i)); f == nil || len(f.Syms()) != 1 {
+			t.Fatalf("extra%02d.go was parsed before the stop and is not in the graph", i)
+		}
+	}
+}
+
 // TestReadFrames feeds the frame reader good and bad worker output.
 func TestReadFrames(t *testing.T) {
 	frame := func(parts ...any) []byte {
