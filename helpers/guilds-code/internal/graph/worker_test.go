@@ -150,6 +150,17 @@ func TestWorkerRefresh(t *testing.T) {
 	}
 }
 
+// writeExtras adds n Go files extraNN.go to root, each with one function calling helper.
+func writeExtras(t *testing.T, root string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		src := fmt.Sprintf("package main\n\nfunc extra%d() { helper() }\n", i)
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("extra%02d.go", i)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestWorkerCrash: a worker that dies on one file (as a grammar segfault would) costs only that file,
 // and every answer says which file was left out and why.
 func TestWorkerCrash(t *testing.T) {
@@ -157,12 +168,7 @@ func TestWorkerCrash(t *testing.T) {
 	home := newHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
 	// Enough files that the crash happens with other parses in flight and more queued behind it.
-	for i := 0; i < 40; i++ {
-		src := fmt.Sprintf("package main\n\nfunc extra%d() { helper() }\n", i)
-		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("extra%02d.go", i)), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeExtras(t, root, 40)
 	if err := os.WriteFile(filepath.Join(root, "crash_me.go"), []byte("package main\n\nfunc hostile() { helper() }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -265,12 +271,7 @@ func TestWorkerStopHandsOver(t *testing.T) {
 	withWorker(t, workerBin(t, "crashparse"))
 	home := newHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
-	for i := 0; i < 20; i++ {
-		src := fmt.Sprintf("package main\n\nfunc extra%d() { helper() }\n", i)
-		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("extra%02d.go", i)), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeExtras(t, root, 20)
 	if err := os.WriteFile(filepath.Join(root, "stall_me.go"), []byte("package main\n\nfunc stuck() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
