@@ -125,7 +125,7 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 	)
 	// write sends what the answer holds; the caller holds mu.
 	write := func() {
-		if werr == nil {
+		if werr == nil && len(pending) > 0 {
 			if _, err := out.Write(pending); err != nil {
 				werr = fmt.Errorf("write the answer: %w", err)
 			}
