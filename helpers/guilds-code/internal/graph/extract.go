@@ -214,9 +214,7 @@ func (x *Extractor) plan(l *Lang) (*plan, error) {
 			p.bodyOf[i] = 1
 		}
 	}
-	body := C.CString("body")
-	p.body = C.ts_language_field_id_for_name(p.lang, body, 4)
-	C.free(unsafe.Pointer(body))
+	p.body = C.uint16_t(fieldID(p.lang, "body"))
 	if src, err := queryFS.ReadFile("queries/" + l.Name + ".scm"); err == nil {
 		if names := patternRoots(string(src)); names != nil {
 			p.roots = make([]byte, lang.SymbolCount())

@@ -36,6 +36,34 @@ type patParser struct {
 	names map[string]int32 // capture name to the query's capture id
 }
 
+// fieldID is the grammar's id of the field name, 0 when it has none.
+func fieldID(lang *C.TSLanguage, name string) uint16 {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return uint16(C.ts_language_field_id_for_name(lang, cs, C.uint32_t(len(name))))
+}
+
+// namedSymbol is the grammar's id of the named node type, 0 when it has none.
+func namedSymbol(lang *C.TSLanguage, name string) uint16 {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return uint16(C.ts_language_symbol_for_name(lang, cs, C.uint32_t(len(name)), true))
+}
+
+// closes skips to the next token and reports whether it is the closing bracket c, consuming it; the
+// source ending first is an error.
+func (p *patParser) closes(c byte) (bool, error) {
+	p.skip()
+	if p.i >= len(p.src) {
+		return false, errUnsupported("unclosed " + string(c))
+	}
+	if p.src[p.i] == c {
+		p.i++
+		return true, nil
+	}
+	return false, nil
+}
+
 func (p *patParser) skip() {
 	for p.i < len(p.src) {
 		switch c := p.src[p.i]; {
@@ -83,20 +111,16 @@ func (p *patParser) pattern() (*patNode, error) {
 		case "_":
 			n.flags |= C.GX_WILD
 		default:
-			cs := C.CString(name)
-			n.sym = uint16(C.ts_language_symbol_for_name(p.lang, cs, C.uint32_t(len(name)), true))
-			C.free(unsafe.Pointer(cs))
-			if n.sym == 0 {
+			if n.sym = namedSymbol(p.lang, name); n.sym == 0 {
 				return nil, errUnsupported("unknown node type " + name)
 			}
 		}
 		for first := true; ; first = false {
-			p.skip()
-			if p.i >= len(p.src) {
-				return nil, errUnsupported("unclosed (")
+			done, err := p.closes(')')
+			if err != nil {
+				return nil, err
 			}
-			if p.src[p.i] == ')' {
-				p.i++
+			if done {
 				break
 			}
 			var anchor bool
@@ -115,10 +139,7 @@ func (p *patParser) pattern() (*patNode, error) {
 					return nil, errUnsupported("a bare name " + f)
 				}
 				p.i++
-				cs := C.CString(f)
-				field = uint16(C.ts_language_field_id_for_name(p.lang, cs, C.uint32_t(len(f))))
-				C.free(unsafe.Pointer(cs))
-				if field == 0 {
+				if field = fieldID(p.lang, f); field == 0 {
 					return nil, errUnsupported("unknown field " + f)
 				}
 			}
@@ -136,12 +157,11 @@ func (p *patParser) pattern() (*patNode, error) {
 		p.i++
 		n.flags |= C.GX_ALT
 		for {
-			p.skip()
-			if p.i >= len(p.src) {
-				return nil, errUnsupported("unclosed [")
+			done, err := p.closes(']')
+			if err != nil {
+				return nil, err
 			}
-			if p.src[p.i] == ']' {
-				p.i++
+			if done {
 				break
 			}
 			alt, err := p.pattern()

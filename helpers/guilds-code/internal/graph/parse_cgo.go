@@ -165,7 +165,7 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 			defer wg.Done()
 			x := NewExtractor()
 			defer x.Close()
-			var frame []byte
+			var frame, scratch []byte
 			for {
 				i, ok := claim(frame)
 				if slots != nil {
@@ -189,6 +189,7 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 					frame = frame[:0]
 					continue
 				}
+				f.pack(&scratch)
 				rec := encodeRecord(f)
 				frame = binary.AppendUvarint(append(frame[:0], 'F'), uint64(i))
 				frame = binary.AppendUvarint(frame, uint64(len(rec)))

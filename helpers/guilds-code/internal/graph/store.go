@@ -741,6 +741,12 @@ func (e *encoder) str(s string) {
 	e.buf = append(e.buf, s...)
 }
 
+// blob appends a length-prefixed block (decoder.blob reads it).
+func (e *encoder) blob(b []byte) {
+	e.uv(uint64(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
 // errCorrupt reports a graph file that cannot be read; the caller rebuilds.
 var errCorrupt = errors.New("graph file is corrupt")
 

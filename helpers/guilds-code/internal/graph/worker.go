@@ -114,25 +114,19 @@ func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error
 	return root, jobs, files, nil
 }
 
-// encodeRecord is one parsed file as the worker sends it: the fields of its graph file table entry
-// with its symbol and call site blocks inline.
+// encodeRecord is one parsed and packed (File.pack) file as the worker sends it: the fields of its
+// graph file table entry with its symbol and call site blocks inline; decodeRecord reads it back.
 func encodeRecord(f *File) []byte {
 	e := encoder{}
 	e.v(f.Size)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
 	e.str(f.Pkg)
-	syms, refs := f.Symbols, f.Refs
-	e.uv(uint64(len(syms)))
-	blk := encodeSyms(syms)
-	e.uv(uint64(len(blk)))
-	e.buf = append(e.buf, blk...)
-	bloom := bloomOf(refs)
-	for _, w := range bloom {
+	e.uv(uint64(f.nsyms))
+	e.blob(f.symBlob)
+	for _, w := range f.bloom {
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
 	}
-	blk = encodeRefs(refs)
-	e.uv(uint64(len(blk)))
-	e.buf = append(e.buf, blk...)
+	e.blob(f.refBlob)
 	e.uv(uint64(len(f.Imports)))
 	for _, im := range f.Imports {
 		e.str(im.Alias)
@@ -288,7 +282,7 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	cmd.ExtraFiles = []*os.File{slots} // descriptor slotsFD
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4 << 10}
-	// The worker dies with guilds-code, and gets a moment to be killed when the budget ends.
+	// The worker dies with guilds-code.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// When the budget ends the worker is asked to stop (SIGTERM): it hands over the records it holds
 	// and exits; one that does not is killed 2 s later.
@@ -303,8 +297,8 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 		run.crash = fmt.Errorf("start %s: %w", bin, err)
 		return run
 	}
-	// The parsers write under one lock: with room for a few hundred records in the pipe they go on
-	// parsing while this process, sharing the cores with them, gets round to reading.
+	// The parsers write under one lock: with room for a few batches in the pipe they go on parsing
+	// while this process, sharing the cores with them, gets round to reading.
 	if f, ok := stdout.(*os.File); ok {
 		if rc, err := f.SyscallConn(); err == nil {
 			_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })

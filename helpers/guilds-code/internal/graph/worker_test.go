@@ -295,6 +295,13 @@ func TestWorkerStopHandsOver(t *testing.T) {
 	}
 }
 
+// packed is f with its blocks encoded, as the worker sends it.
+func packed(f *File) *File {
+	var scratch []byte
+	f.pack(&scratch)
+	return f
+}
+
 // TestReadFrames feeds the frame reader good and bad worker output.
 func TestReadFrames(t *testing.T) {
 	frame := func(parts ...any) []byte {
@@ -311,7 +318,7 @@ func TestReadFrames(t *testing.T) {
 		}
 		return b
 	}
-	rec := encodeRecord(&File{Path: "a.go", Lang: "go", Size: 3, Hash: 7})
+	rec := encodeRecord(packed(&File{Path: "a.go", Lang: "go", Size: 3, Hash: 7}))
 	cases := []struct {
 		name string
 		in   []byte
@@ -386,7 +393,7 @@ func TestDecodeRequestRefuses(t *testing.T) {
 // guilds-code's frame and record reader. They return errors, never panic.
 func FuzzWorkerInput(f *testing.F) {
 	f.Add(encodeRequest("/r", 2, []parseJob{{Rel: "a.go", Lang: "go", Size: 1, Mtime: 2}}))
-	rec := encodeRecord(&File{Path: "a.go", Lang: "go", Symbols: []Symbol{{Name: "f", Parent: -1, Start: 1, End: 2}}, Refs: []Ref{{Name: "g", Line: 1, From: 0}}, Imports: []Import{{Path: "x"}}})
+	rec := encodeRecord(packed(&File{Path: "a.go", Lang: "go", Symbols: []Symbol{{Name: "f", Parent: -1, Start: 1, End: 2}}, Refs: []Ref{{Name: "g", Line: 1, From: 0}}, Imports: []Import{{Path: "x"}}}))
 	f.Add(append(binary.AppendUvarint([]byte{'F', 0}, uint64(len(rec))), append(rec, 'Z', 1)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, _, _ = decodeRequest(b)

@@ -47,18 +47,22 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 		for _, fc := range rank {
 			args = append(args, fc.raw)
 		}
+		// The engine names files as they were given, relative to the search folder or absolute.
+		abs := func(p string) string {
+			if filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(pl.dir, p)
+		}
 		var cur string
-		o, err := stream(tctx, pl.dir, bin, args, func(line []byte) bool {
+		o, err := collect(tctx, pl.dir, bin, args, func(line []byte) bool {
 			m, err := parseRGMessage(line)
 			if err != nil {
 				return true
 			}
 			switch m.Type {
 			case "begin":
-				cur = m.Path
-				if !filepath.IsAbs(cur) {
-					cur = filepath.Join(pl.dir, cur)
-				}
+				cur = abs(m.Path)
 			case "match":
 				hits = append(hits, graph.Hit{Path: cur, Line: m.Line, Text: showLine(m.Text)})
 			}
@@ -70,11 +74,7 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 		t.timedOut = t.timedOut || o.timedOut
 		order := make(map[string]int, len(rank))
 		for i, fc := range rank {
-			p := fc.raw
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(pl.dir, p)
-			}
-			order[p] = i
+			order[abs(fc.raw)] = i
 		}
 		// The engine searches files in parallel and reports them in the order they finish.
 		slices.SortStableFunc(hits, func(x, y graph.Hit) int {
