@@ -8,6 +8,7 @@ require (
 	github.com/guildsai/guilds/shared v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.41.0
 )
 
@@ -26,7 +27,6 @@ require (
 	github.com/valyala/fasthttp v1.51.0 // indirect
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/guildsai/guilds/shared => ../shared

@@ -9,6 +9,9 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
 have rg        || need+=(ripgrep)
 have bwrap     || need+=(bubblewrap)
+# The sandboxes' own network (slirp4netns) and the rule that keeps it off the host's addresses (nft).
+have slirp4netns || need+=(slirp4netns)
+[ -x /usr/sbin/nft ] || need+=(nftables)
 have chromium  || need+=(chromium)
 have ctags     || need+=(universal-ctags)
 have git       || need+=(git)

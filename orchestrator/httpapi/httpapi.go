@@ -18,6 +18,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
 
 // AuthMode is what GET /api/instance reports: operators authenticate with a bearer token.
@@ -36,6 +37,7 @@ type Server struct {
 	Secrets    SecretKeeper        // agent secrets (values never returned); nil: those routes answer 500
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
+	Sandbox    sandbox.Reporter    // the agents' sandboxes, for the instance view; nil: reported as none
 	Log        *slog.Logger
 	Now        func() time.Time
 }
@@ -161,7 +163,8 @@ type instanceVariable struct {
 	Required bool   `json:"required"`
 }
 
-// instance reports the auth mode and each integration's state, never a variable's value.
+// instance reports the auth mode, each integration's state (never a variable's value) and the
+// isolation the agents' sandboxes have on this host.
 func (s *Server) instance(c *fiber.Ctx) error {
 	getenv := s.Getenv
 	if getenv == nil {
@@ -176,7 +179,14 @@ func (s *Server) instance(c *fiber.Ctx) error {
 		}
 		out = append(out, ii)
 	}
-	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out})
+	box := sandbox.Status{Backend: "none", Missing: []string{"no sandbox: code and browser tools are not available"}}
+	if s.Sandbox != nil {
+		box = s.Sandbox.Status()
+	}
+	if box.Missing == nil {
+		box.Missing = []string{}
+	}
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box})
 }
 
 func nonNil(s []string) []string {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -27,6 +26,13 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 	"--no-first-run", "--no-default-browser-check", "--disable-background-networking",
 	"--disable-component-update", "--disable-sync", "--disable-default-apps", "--disable-quic",
 	"--metrics-recording-only", "--remote-debugging-address=127.0.0.1"}
+
+// DevToolsPort is where a sandbox's Chromium listens for DevTools on the sandbox's own loopback
+// (GUILDS_CDP_URL's default, http://127.0.0.1:9222).
+const DevToolsPort = 9222
+
+// devToolsListening is what Chromium prints once its DevTools port is open.
+const devToolsListening = "DevTools listening on ws://"
 
 // BrowserStartTimeout bounds how long Chromium may take to open its DevTools port.
 const BrowserStartTimeout = 30 * time.Second
@@ -183,13 +189,17 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 	if !ok {
 		return nil, fmt.Errorf("the %s sandbox cannot start a browser", b.Provider.Kind())
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	// A sandbox with a network of its own keeps DevTools on its own loopback at the spec's port; a
+	// local one shares the host's loopback with every other agent's browser, so it takes a free one.
+	port := DevToolsPort
+	if shared, ok := box.(interface{ SharesHostNetwork() bool }); ok && shared.SharesHostNetwork() {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	argv := append([]string{"chromium"}, chromiumFlags...)
 	argv = append(argv, "--remote-debugging-port="+strconv.Itoa(port),
-		"--user-data-dir="+box.Places().RunDir+"/chromium", "about:blank")
+		"--user-data-dir="+box.Places().Tmp+"/chromium", "about:blank")
 	out := &syncCapped{c: capped{limit: 64 << 10}}
 	// TMPDIR=/tmp: Chromium's singleton socket path must stay short (a local sandbox's own tmp
 	// folder may be too deep; in bubblewrap /tmp is the agent's private one).
@@ -198,12 +208,14 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
 	br := &browser{box: box, proc: proc, url: "http://127.0.0.1:" + strconv.Itoa(port), out: out}
-	client := &http.Client{Timeout: time.Second}
+	// Chromium says when its DevTools port is open; the orchestrator need not reach that port
+	// (inside a sandbox it cannot: only the sandbox's own processes can).
 	deadline := time.NewTimer(BrowserStartTimeout)
 	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		if resp, err := client.Get(br.url + "/json/version"); err == nil {
-			resp.Body.Close()
+		if strings.Contains(out.String(), devToolsListening) {
 			b.log().Info("browser started", "agent_id", agentID, "cdp_url", br.url, "pid", proc.Pid)
 			return br, nil
 		}
@@ -213,11 +225,11 @@ func (b *Browsers) start(ctx context.Context, agentID string) (*browser, error) 
 			return nil, fmt.Errorf("chromium exited (%s) before opening its DevTools port; its last output: %s", proc.State(), lastLines(out.String(), 3))
 		case <-deadline.C:
 			stop(br)
-			return nil, fmt.Errorf("chromium did not open its DevTools port within %s", BrowserStartTimeout)
+			return nil, fmt.Errorf("chromium did not open its DevTools port within %s; its last output: %s", BrowserStartTimeout, lastLines(out.String(), 3))
 		case <-ctx.Done():
 			stop(br)
 			return nil, fmt.Errorf("start chromium: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
 }

@@ -9,11 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxd"
+	"github.com/guildsai/guilds/orchestrator/sandbox/seccomp"
 )
 
 var errEmptyArgv = errors.New("exec: empty command")
@@ -22,15 +27,19 @@ var errEmptyArgv = errors.New("exec: empty command")
 // node_modules/.bin folder appears as ToolsMount/node_modules/.bin, as in the image).
 const ToolsMount = "/opt/guilds/tools"
 
-// Bubblewrap gives each agent its own folder at /home/agent, a private /run/guilds and /tmp, the
-// helpers at /usr/local/bin, the system read-only, and nothing else of the host.
+// Bubblewrap gives each agent a sandbox of its own: the agent runs as the unprivileged user agent
+// (uid 1000, no capabilities, no_new_privs, a seccomp filter) in its own user namespace, where uid
+// 1000 is a host uid of that agent's own which owns its folder, mounted at /home/agent. It sees
+// /usr read-only, a minimal /etc, size-limited private /tmp and /run/guilds, the helpers at
+// /usr/local/bin and nothing else of the host. Its network namespace has its own loopback (the
+// browser's DevTools port lives there) and, with NetworkUser, outbound traffic through
+// slirp4netns, kept off the host's loopback and the host's own addresses; its processes, memory
+// and CPU are bounded by control groups.
 //
 // Each agent's sandbox is one long-lived bwrap (started on the agent's first call) whose PID 1 is
 // the exec server guilds-sandboxd; every Exec and Start asks that server to fork/exec the command
-// inside the namespaces already built, so a call pays no bwrap start-up. The sandbox has its own
-// PID namespace (background commands outlive their call and end with the sandbox) and shares the
-// host's network, so a browser on its loopback stays reachable. A server that died is restarted on
-// the next call; Close stops every sandbox.
+// inside the namespaces already built, so a call pays no bwrap start-up. A server that died is
+// restarted on the next call; Close stops every sandbox.
 type Bubblewrap struct {
 	Root     string // host folder holding one folder per agent
 	BinDir   string // host folder holding the guilds-* helpers and guilds-sandboxd
@@ -38,16 +47,26 @@ type Bubblewrap struct {
 	Env      []string
 	Log      *slog.Logger  // nil discards; says when a sandbox starts, restarts or stops
 	Idle     time.Duration // a sandbox with no call for this long stops; 0: DefaultSandboxIdle
+	Network  string        // NetworkUser (the default) or NetworkNone
+	Limits   Limits        // zero fields: the defaults
+	UIDBase  uint32        // first id of the host range for agents; 0: DefaultUIDBase
 	bwrap    string
+
+	prepOnce sync.Once
+	h        *hostSetup
 
 	mu      sync.Mutex
 	closed  bool
 	servers map[string]*serverSlot
+	seq     int
 }
 
 // DefaultSandboxIdle is how long an agent's sandbox may go without a call before it stops, and
 // with it what still runs there (background commands, Chromium); the next call starts it again.
 const DefaultSandboxIdle = 30 * time.Minute
+
+// shmSize bounds a sandbox's /dev/shm.
+const shmSize = 64 << 20
 
 // serverSlot holds one agent's running sandbox; its lock serializes that agent's starts. busy
 // counts the Exec calls in flight; the idle timer runs only while it is zero.
@@ -58,6 +77,24 @@ type serverSlot struct {
 	busy  int
 	last  time.Time
 	timer *time.Timer
+}
+
+// hostSetup is what every sandbox of a provider shares, found or made once: the isolation this
+// host allows, and what it does not.
+type hostSetup struct {
+	status  Status
+	limits  Limits
+	asRoot  bool          // agents run as host uids of their own; the orchestrator makes their network and groups
+	uids    *uidAllocator // asRoot only
+	cg      *cgroups      // nil: no control groups
+	hostNet *os.File      // the host's network namespace (NetworkUser as root)
+	slirp   string        // slirp4netns (NetworkUser)
+	netErr  error         // why NetworkUser cannot be had here: every start fails with it
+	rootErr error         // why the sandbox folder cannot serve: every start fails with it
+	filter  []byte        // the seccomp program; nil when it cannot be built here
+	etc     string        // the generated /etc files
+	gid     uint32        // the network helpers' group
+	stageMu sync.Mutex
 }
 
 // NewBubblewrap checks that bwrap is installed and returns the provider.
@@ -72,14 +109,136 @@ func NewBubblewrap(root, binDir, toolsDir string) (*Bubblewrap, error) {
 // Kind names the provider.
 func (p *Bubblewrap) Kind() string { return "bubblewrap" }
 
-// Open returns the agent's sandbox, creating its folders on first use; its bwrap starts on the
-// first Exec or Start.
-func (p *Bubblewrap) Open(ctx context.Context, agentID string) (Sandbox, error) {
-	d, err := agentDirs(p.Root, agentID)
-	if err != nil {
-		return nil, err
+// Status says what isolation the provider's sandboxes have on this host.
+func (p *Bubblewrap) Status() Status {
+	h := p.host()
+	st := h.status
+	st.Missing = slices.Clone(st.Missing)
+	return st
+}
+
+// host prepares, once, what every sandbox shares, and logs once what this host does not allow.
+func (p *Bubblewrap) host() *hostSetup {
+	p.prepOnce.Do(func() {
+		p.h = p.prepare()
+		if m := p.h.status.Missing; len(m) > 0 {
+			p.log().Warn("sandbox isolation is incomplete on this host", "missing", m)
+		} else {
+			p.log().Info("sandbox isolation", "network", p.h.status.Network, "limits", p.h.status.Limits)
+		}
+	})
+	return p.h
+}
+
+func (p *Bubblewrap) prepare() *hostSetup {
+	h := &hostSetup{limits: p.Limits.withDefaults(), asRoot: os.Geteuid() == 0, gid: p.UIDBase}
+	if h.gid == 0 {
+		h.gid = DefaultUIDBase
 	}
-	return &bwrapBox{p: p, agentID: agentID, d: d, fileAPI: fileAPI{places: Places{Home: Home, RunDir: RunDir}, d: d}}, nil
+	network := p.Network
+	if network == "" {
+		network = NetworkUser
+	}
+	h.status = Status{Backend: p.Kind(), UserNamespace: true, Network: network, Missing: []string{}}
+	missing := func(format string, a ...any) { h.status.Missing = append(h.status.Missing, fmt.Sprintf(format, a...)) }
+	if err := os.MkdirAll(p.Root, 0o711); err != nil {
+		h.rootErr = fmt.Errorf("create the sandbox folder: %w", err)
+	} else if h.asRoot {
+		if err := reachable(p.Root); err != nil {
+			h.rootErr = fmt.Errorf("%w: the sandbox folder %s is out of the sandbox users' reach (%v): put GUILDS_DATA_DIR where others may search, or chmod o+x the folder in the way", ErrUnavailable, p.Root, err)
+		}
+	}
+	if h.rootErr != nil {
+		missing("sandbox folder: %v", h.rootErr)
+	}
+	h.etc = filepath.Join(p.Root, systemDirName, "etc")
+	if err := writeEtc(h.etc, network); err != nil && h.rootErr == nil {
+		h.rootErr = err
+		missing("%v", err)
+	}
+	if h.asRoot {
+		h.uids = &uidAllocator{base: h.gid, log: p.log()}
+	} else {
+		missing("per-agent host uids: the orchestrator does not run as root, so every agent's uid %d is the orchestrator's own user", SandboxUID)
+	}
+	switch network {
+	case NetworkNone:
+	case NetworkUser:
+		h.netErr = p.prepareNetwork(h)
+		if h.netErr != nil {
+			missing("network user: %v", h.netErr)
+		}
+	default:
+		h.netErr = fmt.Errorf("GUILDS_SANDBOX_NETWORK=%q is unknown: use user or none", network)
+		missing("%v", h.netErr)
+	}
+	if h.asRoot {
+		h.cg = setupCgroups(h.limits)
+		h.status.Limits = h.cg.enforced
+		h.status.Missing = append(h.status.Missing, h.cg.missing...)
+		if len(h.cg.parent) == 0 {
+			h.cg = nil
+		}
+	} else {
+		missing("limits: the orchestrator does not run as root, so it cannot make control groups (no pids, memory or cpu limit)")
+	}
+	if prog, err := seccomp.Program(); err != nil {
+		missing("seccomp: %v", err)
+	} else {
+		h.filter, h.status.Seccomp = prog, true
+	}
+	return h
+}
+
+// prepareNetwork finds slirp4netns and nft and installs the host filter.
+func (p *Bubblewrap) prepareNetwork(h *hostSetup) error {
+	if !h.asRoot {
+		return fmt.Errorf("%w: the user-mode network needs the orchestrator to run as root (or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable)
+	}
+	var err error
+	if h.slirp, err = exec.LookPath("slirp4netns"); err != nil {
+		return fmt.Errorf("%w: slirp4netns is not installed (apt-get install slirp4netns, or run `make setup`; or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable)
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return fmt.Errorf("%w: nft is not installed, so the sandboxes' traffic cannot be kept off the host's addresses (apt-get install nftables, or run `make setup`; or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable)
+	}
+	if err := installHostFilter(nft, h.gid); err != nil {
+		return fmt.Errorf("%w: keep the sandboxes' traffic off the host's addresses: %v (or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable, err)
+	}
+	if h.hostNet, err = os.Open("/proc/self/ns/net"); err != nil {
+		return fmt.Errorf("%w: open the host's network namespace: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Open returns the agent's sandbox, creating its folder (owned by the agent's host uid) on first
+// use; its bwrap starts on the first Exec or Start.
+func (p *Bubblewrap) Open(ctx context.Context, agentID string) (Sandbox, error) {
+	if !agentIDPattern.MatchString(agentID) {
+		return nil, fmt.Errorf("agent id %q cannot name a sandbox folder", agentID)
+	}
+	h := p.host()
+	if h.rootErr != nil {
+		return nil, h.rootErr
+	}
+	home := filepath.Join(p.Root, agentID, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("create sandbox folder: %w", err)
+	}
+	o := noOwner
+	if h.uids != nil {
+		if err := os.Chmod(filepath.Dir(home), 0o711); err != nil {
+			return nil, fmt.Errorf("create sandbox folder: %w", err)
+		}
+		var err error
+		if o, err = h.uids.assign(p.Root, agentID, home); err != nil {
+			return nil, err
+		}
+	}
+	b := &bwrapBox{p: p, agentID: agentID, home: home, owner: o}
+	b.fileAPI = fileAPI{places: Places{Home: Home, RunDir: RunDir, Tmp: Tmp}, home: home, owner: o, exec: b.Exec}
+	return b, nil
 }
 
 // Close stops every agent's sandbox (each server, and with it every process in its PID
@@ -109,6 +268,22 @@ func (p *Bubblewrap) Close() error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// stop ends one agent's sandbox, if it runs; its next call starts it again.
+func (p *Bubblewrap) stop(agentID string) {
+	p.mu.Lock()
+	sl := p.servers[agentID]
+	p.mu.Unlock()
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.srv != nil {
+		sl.srv.kill()
+		sl.srv = nil
+	}
 }
 
 func (p *Bubblewrap) log() *slog.Logger {
@@ -205,13 +380,9 @@ func (p *Bubblewrap) server(ctx context.Context, b *bwrapBox) (sl *serverSlot, s
 		sl.srv.kill()
 		sl.srv = nil
 	}
-	args, err := b.serverArgs()
-	if err != nil {
-		return nil, nil, err
-	}
 	// The sandbox outlives this call and serves the agent's next ones: the call's cancellation or
 	// short timeout does not abort its start (serverStartTimeout bounds it).
-	srv, err = startServer(context.WithoutCancel(ctx), p.bwrap, args)
+	srv, err = b.start(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,53 +407,129 @@ type bwrapBox struct {
 	fileAPI
 	p       *Bubblewrap
 	agentID string
-	d       dirs
+	home    string // host folder mounted at Home
+	owner   owner  // the agent's host uid and gid
 }
 
 func (b *bwrapBox) Places() Places { return b.places }
 
-// serverArgs builds the bwrap command line of the agent's long-lived sandbox: its mounts, its base
-// environment, its own PID namespace with the exec server as PID 1.
-func (b *bwrapBox) serverArgs() ([]string, error) {
+// start starts the agent's sandbox: its control groups, its network namespace with slirp4netns
+// attached, then bwrap as the agent's host uid from a thread inside both, and waits until the
+// exec server reports ready.
+func (b *bwrapBox) start(ctx context.Context) (*server, error) {
+	h := b.p.host()
+	if h.rootErr != nil {
+		return nil, h.rootErr
+	}
+	network := h.status.Network
+	if network == NetworkUser && h.netErr != nil {
+		return nil, h.netErr
+	}
+	mounts, err := b.stagedMounts(h)
+	if err != nil {
+		return nil, err
+	}
+	// What the sandbox holds beside bwrap, freed in reverse once bwrap ended (startServer runs it).
+	var held []func()
+	release := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
+	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			release()
+		}
+	}()
+	var cg *cgroup
+	if h.cg != nil {
+		b.p.mu.Lock()
+		b.p.seq++
+		name := fmt.Sprintf("%d.%d.%s", os.Getpid(), b.p.seq, b.agentID)
+		b.p.mu.Unlock()
+		if cg, err = h.cg.create(name); err != nil {
+			return nil, err
+		}
+		held = append(held, cg.remove)
+	}
+	var netns *os.File
+	if network == NetworkUser {
+		if netns, err = newNetns(h.hostNet); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		defer netns.Close() // bwrap and slirp4netns hold it from here on
+		sl, err := startSlirp(h.slirp, netns, h.gid)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		held = append(held, sl.stop)
+	}
+	var extra []*os.File
+	args := b.serverArgs(h, mounts)
+	if h.filter != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("seccomp pipe: %w", err)
+		}
+		_, werr := w.Write(h.filter) // far below a pipe's buffer
+		w.Close()
+		if werr != nil {
+			r.Close()
+			return nil, fmt.Errorf("seccomp pipe: %w", werr)
+		}
+		defer r.Close()
+		extra = append(extra, r)
+		args = append([]string{"--seccomp", strconv.Itoa(sandboxd.CtlFD + len(extra))}, args...)
+	}
+	cmd := exec.Command(b.p.bwrap, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if b.owner.set() {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.owner.uid), Gid: uint32(b.owner.gid), Groups: []uint32{}}
+	}
+	if cg != nil && cg.fd != nil {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.fd.Fd())
+	}
+	launch := func(cmd *exec.Cmd) error {
+		if netns == nil && (cg == nil || len(cg.c.own) == 0) {
+			return cmd.Start()
+		}
+		return isolatedStart(cmd, h.hostNet, netns, cg)
+	}
+	handedOver = true
+	srv, err := startServer(ctx, cmd, extra, launch, release)
+	if err != nil {
+		return nil, err
+	}
+	srv.cg = cg
+	return srv, nil
+}
+
+// mount is one read-only bind of a host path into the sandbox.
+type mount struct{ src, dst string }
+
+// stagedMounts lists the helpers, the exec server and the engines, each at a host path the
+// agent's host uid can reach (a copy under the sandbox folder when the original is out of reach).
+func (b *bwrapBox) stagedMounts(h *hostSetup) ([]mount, error) {
 	srv := filepath.Join(b.p.BinDir, ServerName)
 	if fi, err := os.Stat(srv); err != nil || fi.IsDir() {
 		return nil, fmt.Errorf("%w: the sandbox exec server %s is missing (run `make build`)", ErrUnavailable, srv)
 	}
-	a := []string{"--die-with-parent", "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local"}
-	// Merged-/usr systems link /bin, /lib, … into /usr; others get them bound read-only.
-	for _, top := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(top)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(top)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", top, err)
-			}
-			a = append(a, "--symlink", target, top)
-		default:
-			a = append(a, "--ro-bind", top, top)
-		}
-	}
-	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
-		"--bind", b.d.tmp(), "/tmp", "--bind", b.d.home(), Home, "--bind", b.d.run(), RunDir)
 	helpers, err := filepath.Glob(filepath.Join(b.p.BinDir, "guilds-*"))
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(helpers)
-	n := 0
+	var ms []mount
 	for _, h := range helpers {
-		if filepath.Base(h) == ServerName {
-			continue
+		if name := filepath.Base(h); name != ServerName && !strings.HasPrefix(name, ".") {
+			ms = append(ms, mount{h, filepath.Join(BinDir, name)})
 		}
-		a = append(a, "--ro-bind", h, filepath.Join(BinDir, filepath.Base(h)))
-		n++
 	}
-	if n == 0 {
+	if len(ms) == 0 {
 		return nil, fmt.Errorf("%w: no guilds-* helpers in %s (run `make build`)", ErrUnavailable, b.p.BinDir)
 	}
+	ms = append(ms, mount{srv, ServerPath})
 	if b.p.ToolsDir != "" {
 		src, dst := b.p.ToolsDir, ToolsMount
 		if filepath.Base(src) == ".bin" && filepath.Base(filepath.Dir(src)) == "node_modules" {
@@ -290,20 +537,80 @@ func (b *bwrapBox) serverArgs() ([]string, error) {
 			// image keeps it (/opt/guilds/tools/node_modules), so the links and playwright-core resolve.
 			src, dst = filepath.Dir(src), ToolsMount+"/node_modules"
 		}
-		a = append(a, "--ro-bind", src, dst)
+		ms = append(ms, mount{src, dst})
 	}
-	a = append(a, "--ro-bind", srv, ServerPath, "--chdir", Home, "--clearenv")
+	if !b.owner.set() {
+		return ms, nil // bwrap runs as the orchestrator's user, who reaches them all
+	}
+	h.stageMu.Lock()
+	defer h.stageMu.Unlock()
+	staged := filepath.Join(b.p.Root, systemDirName)
+	for i, m := range ms {
+		fi, err := os.Stat(m.src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		if fi.IsDir() {
+			ms[i].src, err = stageTree(m.src, filepath.Join(staged, "tools"))
+		} else {
+			ms[i].src, err = stageFile(m.src, filepath.Join(staged, "bin"))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("put %s where the sandbox user can read it: %w", m.src, err)
+		}
+	}
+	return ms, nil
+}
+
+// serverArgs builds the bwrap command line of the agent's long-lived sandbox: its namespaces, its
+// mounts, its limits, its base environment, with the exec server as PID 1.
+func (b *bwrapBox) serverArgs(h *hostSetup, mounts []mount) []string {
+	uid := strconv.Itoa(SandboxUID)
+	a := []string{"--die-with-parent", "--unshare-user", "--disable-userns", "--uid", uid, "--gid", uid, "--cap-drop", "ALL",
+		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox", "--unshare-cgroup-try"}
+	if h.status.Network != NetworkUser {
+		a = append(a, "--unshare-net") // its own loopback and nothing else
+	}
+	a = append(a, "--ro-bind", "/usr", "/usr", "--tmpfs", "/usr/local")
+	// Merged-/usr systems link /bin, /lib, … into /usr; others get them bound read-only.
+	for _, top := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(top)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(top); err == nil {
+				a = append(a, "--symlink", target, top)
+			}
+		default:
+			a = append(a, "--ro-bind", top, top)
+		}
+	}
+	a = append(a, etcArgs(h.etc)...)
+	size := func(n int64) string { return strconv.FormatInt(n, 10) }
+	a = append(a, "--proc", "/proc", "--dev", "/dev",
+		"--size", size(shmSize), "--perms", "01777", "--tmpfs", "/dev/shm",
+		"--size", size(h.limits.Tmp), "--perms", "01777", "--tmpfs", Tmp,
+		"--dir", "/run", "--size", size(h.limits.Run), "--perms", "0700", "--tmpfs", RunDir,
+		"--dir", "/home", "--bind", b.home, Home)
+	for _, m := range mounts {
+		a = append(a, "--ro-bind", m.src, m.dst)
+	}
+	// The folders bwrap made to hold the mounts are the agent's until remounted read-only: the
+	// agent must not rename /usr/local/bin away and put helpers of its own in its place.
+	a = append(a, "--remount-ro", "/usr/local", "--remount-ro", "/dev", "--remount-ro", "/")
+	a = append(a, "--chdir", Home, "--clearenv")
 	for _, kv := range b.baseEnv() {
 		k, v, _ := cut(kv)
 		a = append(a, "--setenv", k, v)
 	}
-	return append(a, "--", ServerPath), nil
+	return append(a, "--", ServerPath)
 }
 
 // baseEnv is the sandbox's environment before the provider's and the request's additions.
 func (b *bwrapBox) baseEnv() []string {
 	path := BinDir + ":/usr/bin:/bin"
-	env := []string{"HOME=" + Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "GUILDS_HOME=" + Home, "GUILDS_RUN_DIR=" + RunDir}
+	env := []string{"HOME=" + Home, "USER=agent", "LOGNAME=agent", "TMPDIR=" + Tmp, "LANG=C.UTF-8",
+		"GUILDS_HOME=" + Home, "GUILDS_RUN_DIR=" + RunDir}
 	if b.p.ToolsDir != "" {
 		tools := ToolsMount
 		if filepath.Base(b.p.ToolsDir) == ".bin" && filepath.Base(filepath.Dir(b.p.ToolsDir)) == "node_modules" {
@@ -347,6 +654,7 @@ func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdo
 		if err != nil {
 			return nil, nil, err
 		}
+		ooms := srv.oomKills()
 		r, err := srv.start(ctx, req, stdin, stdout, stderr)
 		if errors.Is(err, errServerGone) && attempt == 0 && ctx.Err() == nil && srv.ended(time.Second) {
 			release()
@@ -356,6 +664,7 @@ func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdo
 			release()
 			return nil, nil, fmt.Errorf("start %s in the sandbox: %w", req.Argv[0], err)
 		}
+		r.srv, r.ooms = srv, ooms
 		return r, release, nil
 	}
 }
@@ -416,7 +725,8 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	errR.Close()
 	<-outDone
 	<-errDone
-	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ev.ExitCode, Duration: time.Since(start)}
+	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ev.ExitCode, Duration: time.Since(start),
+		OOMKilled: int(r.srv.oomKills() - r.ooms)}
 	switch {
 	case werr != nil && ctx.Err() != nil:
 		return res, fmt.Errorf("%s: %w", req.Argv[0], werr)

@@ -72,6 +72,12 @@ func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Re
 		}
 		return envelope.Reply{}, fmt.Errorf("run %s in the sandbox: %w", name, err)
 	}
+	if res.ExitCode != 0 && res.OOMKilled > 0 {
+		return envelope.Reply{}, &HelperError{
+			Msg:    fmt.Sprintf("%s was killed (exit status %d): %s", name, res.ExitCode, oomNote(res.OOMKilled)),
+			Detail: string(res.Stderr),
+		}
+	}
 	if res.ExitCode != 0 {
 		return envelope.Reply{}, &HelperError{
 			Msg:    fmt.Sprintf("%s failed (exit status %d): %s", name, res.ExitCode, firstLine(res.Stderr, "it printed nothing on standard error")),
@@ -85,7 +91,23 @@ func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Re
 			Detail: fmt.Sprintf("stdout: %.2000q\nstderr: %.4000s", res.Stdout, res.Stderr),
 		}
 	}
+	if res.OOMKilled > 0 {
+		if reply.Failed() {
+			reply.Error += "\n" + oomNote(res.OOMKilled)
+		} else {
+			reply.Text += "\n" + oomNote(res.OOMKilled)
+		}
+	}
 	return reply, nil
+}
+
+// oomNote tells the model that the command ran out of the sandbox's memory.
+func oomNote(killed int) string {
+	what := "a process"
+	if killed > 1 {
+		what = fmt.Sprintf("%d processes", killed)
+	}
+	return fmt.Sprintf("the command ran out of the sandbox's memory limit: the kernel killed %s of it; use less memory at once (smaller inputs, fewer parallel jobs)", what)
 }
 
 // firstLine returns the first non-empty line of b, at most 300 bytes, or def.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/shared/envelope"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // protoHelper is a helper speaking PROTOCOL.md in bash: it answers with the request it read (and
@@ -41,7 +43,7 @@ func protoProviders(t *testing.T) map[string]Provider {
 		t.Fatal(err)
 	}
 	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
-	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+	if bw, err := NewBubblewrap(sandboxtest.Root(t), bin, ""); err == nil {
 		withServer(t, bin)
 		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw

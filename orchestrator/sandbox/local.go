@@ -26,8 +26,14 @@ func (p *Local) Open(ctx context.Context, agentID string) (Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	places := Places{Home: d.home(), RunDir: d.run()}
-	return &localBox{p: p, d: d, fileAPI: fileAPI{places: places, d: d}}, nil
+	places := Places{Home: d.home(), RunDir: d.run(), Tmp: d.tmp()}
+	return &localBox{p: p, d: d, fileAPI: fileAPI{places: places, home: d.home(), run: d.run(), owner: noOwner}}, nil
+}
+
+// Status says that the local provider isolates nothing.
+func (p *Local) Status() Status {
+	return Status{Backend: p.Kind(), Network: NetworkHost,
+		Missing: []string{"isolation: the local sandbox runs helpers directly on the host as the orchestrator's user; set GUILDS_SANDBOX=bubblewrap"}}
 }
 
 type localBox struct {
@@ -37,6 +43,9 @@ type localBox struct {
 }
 
 func (b *localBox) Places() Places { return b.places }
+
+// SharesHostNetwork reports that a local sandbox's loopback is the host's.
+func (b *localBox) SharesHostNetwork() bool { return true }
 
 func (b *localBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	if len(req.Argv) == 0 {

@@ -20,17 +20,20 @@ import (
 	"time"
 )
 
-// In-sandbox places the helpers see (PROTOCOL.md).
+// In-sandbox places the helpers see (PROTOCOL.md), and the sandbox's own /tmp.
 const (
 	Home   = "/home/agent"
 	RunDir = "/run/guilds"
 	BinDir = "/usr/local/bin"
+	Tmp    = "/tmp"
 )
 
-// Places are the paths a helper in this sandbox uses for GUILDS_HOME and GUILDS_RUN_DIR.
+// Places are the paths a helper in this sandbox uses for GUILDS_HOME and GUILDS_RUN_DIR, and its
+// temporary folder.
 type Places struct {
 	Home   string
 	RunDir string
+	Tmp    string
 }
 
 // ExecRequest is one command to run in the sandbox.
@@ -47,6 +50,9 @@ type ExecResult struct {
 	Stderr   []byte
 	ExitCode int
 	Duration time.Duration
+	// OOMKilled counts the processes the kernel killed in the sandbox for want of memory while
+	// the command ran (the sandbox's memory limit); 0 where the backend cannot tell.
+	OOMKilled int
 }
 
 // Sandbox is one agent's sandbox.
@@ -75,7 +81,7 @@ var ErrUnavailable = errors.New("sandbox unavailable")
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// agentDirs creates (once) and returns the host folders behind one agent's sandbox.
+// agentDirs creates (once) and returns the host folders behind one agent's local sandbox.
 func agentDirs(root, agentID string) (dirs, error) {
 	if !agentIDPattern.MatchString(agentID) {
 		return dirs{}, fmt.Errorf("agent id %q cannot name a sandbox folder", agentID)
@@ -98,20 +104,27 @@ func (d dirs) home() string { return filepath.Join(d.root, "home") }
 func (d dirs) run() string  { return filepath.Join(d.root, "run") }
 func (d dirs) tmp() string  { return filepath.Join(d.root, "tmp") }
 
-// fileAPI maps sandbox paths onto an agent's host folders through os.Root, so a link the agent
-// planted can never make the orchestrator read or write outside those folders.
+// fileAPI maps sandbox paths onto the agent's files. The workspace (and a local sandbox's run
+// folder) is a host folder reached through os.Root, so a link the agent planted can never make the
+// orchestrator read or write outside it; files it creates there belong to the agent's host owner.
+// A run folder that lives only inside the sandbox (bubblewrap's tmpfs) is reached by commands run
+// in the sandbox as the agent.
 type fileAPI struct {
 	places Places
-	d      dirs
+	home   string // host folder behind places.Home
+	run    string // host folder behind places.RunDir; "" when it lives only inside the sandbox
+	owner  owner
+	exec   func(ctx context.Context, req ExecRequest) (ExecResult, error) // runs in the sandbox, for run files
 }
 
-// locate splits a sandbox path into the host folder that holds it and the path inside that folder.
+// locate splits a sandbox path into the host folder that holds it ("" for the in-sandbox run
+// folder) and the path inside that folder.
 func (f fileAPI) locate(name string) (hostDir, rel string, err error) {
 	if !path.IsAbs(name) {
 		return "", "", fmt.Errorf("sandbox path %q is not absolute", name)
 	}
 	clean := path.Clean(name)
-	for _, m := range []struct{ sandbox, host string }{{f.places.RunDir, f.d.run()}, {f.places.Home, f.d.home()}} {
+	for _, m := range []struct{ sandbox, host string }{{f.places.RunDir, f.run}, {f.places.Home, f.home}} {
 		if clean == m.sandbox {
 			return m.host, ".", nil
 		}
@@ -130,13 +143,16 @@ func (f fileAPI) WriteFile(ctx context.Context, name string, data []byte, perm f
 	if rel == "." {
 		return fmt.Errorf("sandbox path %q is a folder", name)
 	}
+	if hostDir == "" {
+		return f.inside(ctx, name, writeScript, data, fmt.Sprintf("%o", perm.Perm()))
+	}
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
 		return fmt.Errorf("open sandbox folder: %w", err)
 	}
 	defer root.Close()
 	dir := path.Dir(rel)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
+	if err := f.mkdirAll(root, dir); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	tmp := path.Join(dir, fmt.Sprintf(".%s.tmp-%d", path.Base(rel), time.Now().UnixNano()))
@@ -144,7 +160,13 @@ func (f fileAPI) WriteFile(ctx context.Context, name string, data []byte, perm f
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	_, werr := file.Write(data)
+	var werr error
+	if f.owner.set() {
+		werr = file.Chown(f.owner.uid, f.owner.gid)
+	}
+	if werr == nil {
+		_, werr = file.Write(data)
+	}
 	cerr := file.Close()
 	if werr == nil {
 		werr = cerr
@@ -160,10 +182,39 @@ func (f fileAPI) WriteFile(ctx context.Context, name string, data []byte, perm f
 	return nil
 }
 
+// mkdirAll creates dir and its missing parents inside root, owned by the agent's host owner.
+func (f fileAPI) mkdirAll(root *os.Root, dir string) error {
+	if !f.owner.set() {
+		return root.MkdirAll(dir, 0o755)
+	}
+	at := ""
+	for _, part := range strings.Split(dir, "/") {
+		if part == "" || part == "." {
+			continue
+		}
+		at = path.Join(at, part)
+		err := root.Mkdir(at, 0o755)
+		switch {
+		case err == nil:
+			if err := root.Lchown(at, f.owner.uid, f.owner.gid); err != nil {
+				return err
+			}
+		case !errors.Is(err, fs.ErrExist):
+			return err
+		}
+	}
+	return nil
+}
+
 func (f fileAPI) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	hostDir, rel, err := f.locate(name)
 	if err != nil {
 		return nil, err
+	}
+	if hostDir == "" {
+		var out []byte
+		err := f.insideRead(ctx, name, &out)
+		return out, err
 	}
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
@@ -185,6 +236,9 @@ func (f fileAPI) Remove(ctx context.Context, name string) error {
 	if rel == "." {
 		return fmt.Errorf("sandbox path %q is a top folder of the sandbox and cannot be removed", name)
 	}
+	if hostDir == "" {
+		return f.inside(ctx, name, removeScript, nil)
+	}
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
 		return fmt.Errorf("open sandbox folder: %w", err)
@@ -193,5 +247,56 @@ func (f fileAPI) Remove(ctx context.Context, name string) error {
 	if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", name, err)
 	}
+	return nil
+}
+
+// The scripts behind the in-sandbox file API; $1 is the sandbox path. They run as the agent, so
+// whatever the agent planted in its run folder can lead them nowhere but the agent's own files.
+const (
+	// writeScript writes stdin to $1 atomically with mode $2, creating missing folders.
+	writeScript = `set -e; umask 077; d=$(dirname -- "$1"); mkdir -p -- "$d"
+t=$(mktemp -- "$d/.guilds-write.XXXXXX"); trap 'rm -f -- "$t"' EXIT
+cat > "$t"; chmod -- "$2" "$t"; mv -f -T -- "$t" "$1"; trap - EXIT`
+	// readScript prints $1, and exits 3 when there is no such file.
+	readScript = `[ -e "$1" ] || [ -L "$1" ] || exit 3; exec cat -- "$1"`
+	// removeScript removes $1 (an empty folder with rmdir), never following a link.
+	removeScript = `if [ -d "$1" ] && [ ! -L "$1" ]; then exec rmdir -- "$1"; fi; exec rm -f -- "$1"`
+)
+
+// fileOpTimeout bounds one in-sandbox file operation.
+const fileOpTimeout = 30 * time.Second
+
+// inside runs one of the file scripts in the sandbox for name, with stdin and extra arguments.
+func (f fileAPI) inside(ctx context.Context, name, script string, stdin []byte, args ...string) error {
+	argv := append([]string{"/bin/sh", "-c", script, "sh", path.Clean(name)}, args...)
+	if stdin == nil && script == writeScript {
+		stdin = []byte{}
+	}
+	res, err := f.exec(ctx, ExecRequest{Argv: argv, Stdin: stdin, Timeout: fileOpTimeout})
+	op := map[string]string{writeScript: "write", removeScript: "remove", readScript: "read"}[script]
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%s %s: %s", op, name, firstLine(res.Stderr, fmt.Sprintf("exit status %d", res.ExitCode)))
+	}
+	return nil
+}
+
+// insideRead reads name from inside the sandbox into out.
+func (f fileAPI) insideRead(ctx context.Context, name string, out *[]byte) error {
+	res, err := f.exec(ctx, ExecRequest{Argv: []string{"/bin/sh", "-c", readScript, "sh", path.Clean(name)}, Timeout: fileOpTimeout})
+	switch {
+	case err != nil:
+		return fmt.Errorf("read %s: %w", name, err)
+	case res.ExitCode == 3:
+		return fmt.Errorf("read %s: %w", name, fs.ErrNotExist)
+	case res.ExitCode != 0:
+		return fmt.Errorf("read %s: %s", name, firstLine(res.Stderr, fmt.Sprintf("exit status %d", res.ExitCode)))
+	}
+	if len(res.Stdout) >= maxOutput {
+		return fmt.Errorf("read %s: the file passes the %d bytes one read may take", name, maxOutput)
+	}
+	*out = res.Stdout
 	return nil
 }

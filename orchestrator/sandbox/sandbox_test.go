@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 const fakeHelper = `#!/bin/bash
@@ -34,7 +36,7 @@ func providers(t *testing.T) map[string]Provider {
 		t.Fatal(err)
 	}
 	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
-	if bw, err := NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+	if bw, err := NewBubblewrap(sandboxtest.Root(t), bin, ""); err == nil {
 		withServer(t, bin)
 		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
@@ -234,20 +236,25 @@ func TestFileAPIRemove(t *testing.T) {
 			if err := box.Remove(ctx, file); err != nil {
 				t.Fatalf("a missing file is not an error: %v", err)
 			}
-			// A planted link is removed itself; its target and a linked folder's contents are safe.
-			host := map[string]string{}
+			// A planted link in the workspace (a host folder) is removed itself; its target and a
+			// linked folder's contents are safe.
+			var hostHome string
 			switch p := p.(type) {
 			case *Local:
-				host["run"] = filepath.Join(p.Root, "agt_rm", "run")
+				hostHome = filepath.Join(p.Root, "agt_rm", "home")
 			case *Bubblewrap:
-				host["run"] = filepath.Join(p.Root, "agt_rm", "run")
+				hostHome = filepath.Join(p.Root, "agt_rm", "home")
 			}
-			os.Symlink(outside, filepath.Join(host["run"], "requests", "link.json"))
-			os.Symlink(filepath.Dir(outside), filepath.Join(host["run"], "evil"))
-			if err := box.Remove(ctx, pl.RunDir+"/requests/link.json"); err != nil {
+			os.MkdirAll(filepath.Join(hostHome, "requests"), 0o755)
+			os.Symlink(outside, filepath.Join(hostHome, "requests", "link.json"))
+			os.Symlink(filepath.Dir(outside), filepath.Join(hostHome, "evil"))
+			if err := box.Remove(ctx, pl.Home+"/requests/link.json"); err != nil {
 				t.Fatal(err)
 			}
-			if err := box.Remove(ctx, pl.RunDir+"/evil/victim"); err == nil {
+			if _, err := os.Lstat(filepath.Join(hostHome, "requests", "link.json")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the planted link is still there: %v", err)
+			}
+			if err := box.Remove(ctx, pl.Home+"/evil/victim"); err == nil {
 				t.Error("remove through a linked folder was allowed")
 			}
 			if b, _ := os.ReadFile(outside); string(b) != "untouched" {

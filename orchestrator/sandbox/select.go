@@ -46,3 +46,8 @@ func (u Unavailable) Kind() string { return "unavailable" }
 
 // Open returns Err.
 func (u Unavailable) Open(context.Context, string) (Sandbox, error) { return nil, u.Err }
+
+// Status says the sandbox is unavailable, and why.
+func (u Unavailable) Status() Status {
+	return Status{Backend: u.Kind(), Missing: []string{u.Err.Error()}}
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -39,17 +40,25 @@ var errServerGone = errors.New("the sandbox's exec server is gone")
 type server struct {
 	cmd  *exec.Cmd     // bwrap
 	ctl  *net.UnixConn // the control socket's orchestrator end
-	done chan struct{} // closed once bwrap exited
+	done chan struct{} // closed once bwrap exited and what the sandbox held is released
 	out  *syncCapped   // what bwrap and the server printed
 	dead chan struct{} // closed by kill
 	once sync.Once
+	pid  int     // the exec server's host pid
+	cg   *cgroup // nil: no control groups
 }
 
-// startServer starts bwrap with args (its mounts and base environment, ending in "--" and the
-// server path) and waits until the exec server inside reports ready.
-func startServer(ctx context.Context, bwrap string, args []string) (*server, error) {
+// startServer starts cmd (bwrap, its arguments ending in "--" and the server path) through launch,
+// with the control socket as its fd 3 and extra after it, and waits until the exec server inside
+// reports ready and bwrap names its host pid. release (nil: nothing) runs once bwrap has exited,
+// or at once when it could not start: it frees what the sandbox held beside bwrap.
+func startServer(ctx context.Context, cmd *exec.Cmd, extra []*os.File, launch func(*exec.Cmd) error, release func()) (*server, error) {
+	if release == nil {
+		release = func() {}
+	}
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(pair[0]), "control"), os.NewFile(uintptr(pair[1]), "control")
@@ -57,21 +66,57 @@ func startServer(ctx context.Context, bwrap string, args []string) (*server, err
 	c, err := net.FileConn(mine)
 	mine.Close()
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &server{ctl: c.(*net.UnixConn), done: make(chan struct{}), dead: make(chan struct{}), out: &syncCapped{c: capped{limit: 64 << 10}}}
-	s.cmd = exec.Command(bwrap, args...)
-	s.cmd.Env = []string{}
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	s.cmd.ExtraFiles = []*os.File{theirs} // fd 3 = sandboxd.CtlFD
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		c.Close()
+		release()
+		return nil, fmt.Errorf("bwrap info pipe: %w", err)
+	}
+	defer infoR.Close()
+	s := &server{ctl: c.(*net.UnixConn), done: make(chan struct{}), dead: make(chan struct{}),
+		out: &syncCapped{c: capped{limit: 64 << 10}}}
+	// fd 3 = sandboxd.CtlFD, then extra, then bwrap's --info-fd.
+	cmd.ExtraFiles = append(append([]*os.File{theirs}, extra...), infoW)
+	cmd.Args = append([]string{cmd.Args[0], "--info-fd", strconv.Itoa(sandboxd.CtlFD + 1 + len(extra))}, cmd.Args[1:]...)
+	cmd.Env = []string{}
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	s.cmd = cmd
+	err = launch(cmd)
+	infoW.Close()
+	if err != nil {
 		s.ctl.Close()
+		release()
 		return nil, fmt.Errorf("start bwrap: %w", err)
 	}
 	theirs.Close()
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	go func() {
+		_ = s.cmd.Wait()
+		release()
+		close(s.done)
+	}()
 
+	info := make(chan error, 1)
+	go func() {
+		var v struct {
+			Pid int `json:"child-pid"`
+		}
+		raw, err := io.ReadAll(io.LimitReader(infoR, 64<<10))
+		if err == nil {
+			err = json.Unmarshal(raw, &v)
+		}
+		if err == nil && v.Pid <= 0 {
+			err = fmt.Errorf("bwrap named no child pid: %.200q", raw)
+		}
+		s.pid = v.Pid
+		info <- err
+	}()
 	ready := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 64)
@@ -87,18 +132,31 @@ func startServer(ctx context.Context, bwrap string, args []string) (*server, err
 	}()
 	timer := time.NewTimer(serverStartTimeout)
 	defer timer.Stop()
-	select {
-	case err = <-ready:
-	case <-timer.C:
-		err = fmt.Errorf("no ready message within %s", serverStartTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
+	for _, ch := range []chan error{info, ready} {
+		select {
+		case err = <-ch:
+		case <-timer.C:
+			err = fmt.Errorf("no ready message within %s", serverStartTimeout)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
 	}
 	if err != nil {
 		s.kill()
 		return nil, fmt.Errorf("start the sandbox (bwrap with its exec server): %v; its output: %s", err, lastLines(s.out.String(), 3))
 	}
 	return s, nil
+}
+
+// oomKills counts the sandbox's out-of-memory kills so far.
+func (s *server) oomKills() uint64 {
+	if s.cg == nil {
+		return 0
+	}
+	return s.cg.oomKills()
 }
 
 // alive reports whether the sandbox still runs and was not given up.
@@ -159,6 +217,8 @@ type remote struct {
 	r    *bufio.Reader
 	pid  int
 	wmu  sync.Mutex
+	srv  *server
+	ooms uint64 // the sandbox's out-of-memory kills before the command started
 }
 
 // start asks the server to run req with the given stdio; it returns once the command runs. An

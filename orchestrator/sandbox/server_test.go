@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // bwrapOnly returns a bubblewrap provider over fresh folders with the fake helper and the exec
@@ -26,7 +28,7 @@ func bwrapOnly(t *testing.T, logs *syncCapped) *Bubblewrap {
 	if err := os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bw, err := NewBubblewrap(t.TempDir(), bin, "")
+	bw, err := NewBubblewrap(sandboxtest.Root(t), bin, "")
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
@@ -296,7 +298,7 @@ func TestServerOutputHeldOpen(t *testing.T) {
 func TestServerMissing(t *testing.T) {
 	bin := t.TempDir()
 	os.WriteFile(filepath.Join(bin, "guilds-fake"), []byte(fakeHelper), 0o755)
-	bw, err := NewBubblewrap(t.TempDir(), bin, "")
+	bw, err := NewBubblewrap(sandboxtest.Root(t), bin, "")
 	if err != nil {
 		t.Skip(err)
 	}

@@ -234,7 +234,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()

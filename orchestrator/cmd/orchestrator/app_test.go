@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -48,6 +51,9 @@ type started struct {
 // startServe runs `serve` in the background and waits until it listens.
 func startServe(t *testing.T, env map[string]string, tools func(*registry.Registry) error) *started {
 	t.Helper()
+	if _, ok := env["GUILDS_DATA_DIR"]; !ok {
+		env["GUILDS_DATA_DIR"] = sandboxtest.Root(t) // its sandboxes' folders, never the source tree
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{cancel: cancel, done: make(chan int, 1), stderr: &syncBuf{}}
 	addrc := make(chan string, 1)
@@ -258,5 +264,41 @@ func TestMigrateFreshDatabase(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "applied 0001_core.sql") {
 		t.Fatalf("migrate output %q", out.String())
+	}
+}
+
+// TestInstanceReportsSandbox: GET /api/instance says what isolation the agents' sandboxes have,
+// with the limits set in the environment; a malformed sandbox setting stops serve with its name.
+func TestInstanceReportsSandbox(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root with bubblewrap installed")
+		}
+		t.Skip("needs root and bubblewrap")
+	}
+	_, dsn := pgtest.NewDBWithDSN(t)
+	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50"}, nil)
+	st, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil)
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, s.stderr)
+	}
+	box, _ := json.Marshal(inst["sandbox"])
+	want := `{"backend":"bubblewrap","limits":{"cpu":50,"memory":2147483648,"pids":300},"missing":[],"network":"user","seccomp":true,"user_namespace":true}`
+	if st != 200 || string(box) != want {
+		t.Fatalf("instance sandbox: %d %s\nwant %s", st, box, want)
+	}
+	for _, bad := range []struct{ name, value, says string }{
+		{"GUILDS_SANDBOX_NETWORK", "wifi", "use user"},
+		{"GUILDS_SANDBOX_MEMORY", "lots", "not a size"},
+		{"GUILDS_SANDBOX_PIDS", "3", "from 64"},
+	} {
+		var out, errb syncBuf
+		env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+			"GUILDS_DATA_DIR": t.TempDir(), bad.name: bad.value}
+		if code := run(context.Background(), []string{"serve"}, lookupOf(env), &out, &errb, hooks{}); code != 1 ||
+			!strings.Contains(errb.String(), bad.name) || !strings.Contains(errb.String(), bad.says) {
+			t.Errorf("%s=%s: exit %d: %s", bad.name, bad.value, code, errb.String())
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/config"
@@ -76,6 +77,11 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 		if bw.Idle, err = idleSetting(cfg, "GUILDS_SANDBOX_IDLE"); err != nil {
 			return nil, err
 		}
+		if err := isolationSettings(cfg, bw); err != nil {
+			return nil, err
+		}
+		// Once at start: what this host lets the sandboxes enforce, logged and kept for /api/instance.
+		bw.Status()
 	}
 	if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register browser tools: %w", err)
@@ -86,4 +92,64 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 			_ = c.Close()
 		}
 	}, nil
+}
+
+// isolationSettings reads the bubblewrap sandbox's network, limits and host uid range:
+// GUILDS_SANDBOX_NETWORK (user or none), GUILDS_SANDBOX_PIDS, GUILDS_SANDBOX_MEMORY, GUILDS_SANDBOX_CPU,
+// GUILDS_SANDBOX_TMP, GUILDS_SANDBOX_RUN and GUILDS_SANDBOX_UID_BASE; unset takes the default.
+func isolationSettings(cfg config.Config, bw *sandbox.Bubblewrap) error {
+	switch v := cfg.Getenv("GUILDS_SANDBOX_NETWORK"); v {
+	case "", sandbox.NetworkUser, sandbox.NetworkNone:
+		bw.Network = v
+	default:
+		return fmt.Errorf("GUILDS_SANDBOX_NETWORK=%q is unknown: use user (outbound traffic, nothing of the host) or none (a loopback only)", v)
+	}
+	count := func(name string, lo, hi int64, dst *int64) error {
+		v := cfg.Getenv(name)
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%s=%q is not a whole number from %d to %d", name, v, lo, hi)
+		}
+		*dst = n
+		return nil
+	}
+	size := func(name string, least int64, dst *int64) error {
+		v := cfg.Getenv(name)
+		if v == "" {
+			return nil
+		}
+		n, err := sandbox.ParseBytes(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if n < least {
+			return fmt.Errorf("%s=%q is below the least a sandbox can run in, %d MiB", name, v, least>>20)
+		}
+		*dst = n
+		return nil
+	}
+	var base int64
+	for _, err := range []error{
+		count("GUILDS_SANDBOX_PIDS", 64, 1<<22, &bw.Limits.Pids),
+		count("GUILDS_SANDBOX_CPU", 1, 10000, &bw.Limits.CPUWeight),
+		size("GUILDS_SANDBOX_MEMORY", 64<<20, &bw.Limits.Memory),
+		size("GUILDS_SANDBOX_TMP", 1<<20, &bw.Limits.Tmp),
+		size("GUILDS_SANDBOX_RUN", 1<<20, &bw.Limits.Run),
+		count("GUILDS_SANDBOX_UID_BASE", 65536, 1<<31, &base),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	bw.UIDBase = uint32(base)
+	return nil
+}
+
+// reporter returns the provider's isolation report, or nil when it has none.
+func reporter(p sandbox.Provider) sandbox.Reporter {
+	r, _ := p.(sandbox.Reporter)
+	return r
 }

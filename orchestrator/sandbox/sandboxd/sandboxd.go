@@ -74,8 +74,14 @@ type server struct {
 // Serve answers requests on ctl until it closes. It sends Ready first.
 func Serve(ctl *net.UnixConn, log io.Writer) error {
 	s := &server{waiters: map[int]chan syscall.WaitStatus{}, log: log}
+	// The agent's processes run as this server's user: not dumpable, it cannot be ptraced, nor its
+	// memory, environment or descriptors read through /proc (the commands it starts are dumpable
+	// again once they exec).
+	if err := prctl(prSetDumpable, 0); err != nil {
+		return fmt.Errorf("make the exec server undumpable: %w", err)
+	}
 	// Outside a PID namespace (tests) orphans still come to this process.
-	_ = setSubreaper()
+	_ = prctl(prSetChildSubreaper, 1)
 	// Signals from inside the sandbox do not stop it; the orchestrator closes the control socket.
 	// They are caught and dropped, not ignored: an ignored signal would stay ignored in every
 	// command the server starts.
@@ -291,10 +297,15 @@ func lookPath(name string, env []string) (string, error) {
 	return "", fmt.Errorf("start %s: executable file not found in $PATH (%s)", name, pathList)
 }
 
-// setSubreaper makes orphaned descendants this process's children.
-func setSubreaper() error {
-	const prSetChildSubreaper = 36
-	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+// prctl options the server sets.
+const (
+	prSetDumpable       = 4
+	prSetChildSubreaper = 36
+)
+
+// prctl sets one process attribute.
+func prctl(option, value uintptr) error {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, option, value, 0)
 	if errno != 0 {
 		return errno
 	}

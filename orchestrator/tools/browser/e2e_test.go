@@ -2,6 +2,7 @@ package browser_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +26,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/tools/browser"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -119,7 +122,7 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 	env := []string{"GUILDS_BROWSER_IDLE=5s"}
 	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin, ToolsDir: toolsBin,
 		Env: append(env, "GUILDS_PLAYWRIGHT_DIR="+playwright)}}
-	if bw, err := sandbox.NewBubblewrap(t.TempDir(), bin, toolsBin); err == nil {
+	if bw, err := sandbox.NewBubblewrap(sandboxtest.Root(t), bin, toolsBin); err == nil {
 		bw.Env = env
 		ps["bubblewrap"] = bw
 	} else if os.Getenv("CI") != "" {
@@ -161,6 +164,12 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 				// The daemon's PID is the sandbox's own; closing the sandbox ends it with everything else.
 				defer p.Close()
 			}
+			url := site.URL
+			if _, ok := p.(*sandbox.Bubblewrap); ok {
+				// The sandbox's browser reaches nothing of the host, its loopback included: the
+				// page is served inside the sandbox, on the loopback it shares with its browser.
+				url = serveInSandbox(t, p, agentID, "page.html", page)
+			}
 			run := do(t, base, 201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"browser": true}})
 			if len(run["offered_tools"].([]any)) != len(browser.Names) {
 				t.Fatalf("offered: %v", run["offered_tools"])
@@ -174,7 +183,7 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 				}
 				return res
 			}
-			call("browser_navigate", map[string]any{"url": site.URL})
+			call("browser_navigate", map[string]any{"url": url})
 			if snap := call("browser_snapshot", map[string]any{}); !strings.Contains(snap, `button "Save"`) || !strings.Contains(snap, "Customer") {
 				t.Fatalf("snapshot: %s", snap)
 			}
@@ -189,6 +198,29 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveInSandbox writes a page into the agent's workspace and serves the workspace over HTTP from
+// inside the agent's sandbox, on its own loopback; it returns the page's URL there.
+func serveInSandbox(t *testing.T, p sandbox.Provider, agentID, name, content string) string {
+	t.Helper()
+	ctx := context.Background()
+	box, err := p.Open(ctx, agentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.WriteFile(ctx, box.Places().Home+"/"+name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := &bytes.Buffer{}
+	if _, err := box.(sandbox.Starter).Start(sandbox.ExecRequest{Argv: []string{"python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", box.Places().Home}}, out); err != nil {
+		t.Fatal(err)
+	}
+	probe := sandbox.ExecRequest{Argv: []string{"bash", "-c", "for i in $(seq 100); do (echo > /dev/tcp/127.0.0.1/8000) 2>/dev/null && exit 0; sleep 0.05; done; exit 1"}, Timeout: 10 * time.Second}
+	if res, err := box.Exec(ctx, probe); err != nil || res.ExitCode != 0 {
+		t.Fatalf("the in-sandbox web server did not start: %v %+v", err, res)
+	}
+	return "http://127.0.0.1:8000/" + name
 }
 
 // stopDaemon ends the helper's warm daemon a local sandbox started, by its PID file.

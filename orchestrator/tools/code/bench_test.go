@@ -13,6 +13,8 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/shared/envelope"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // BenchmarkFileReadRoundTrip measures file_read through the whole orchestrator (HTTP, registry,
@@ -26,7 +28,7 @@ func BenchmarkFileReadRoundTrip(b *testing.B) {
 	if bin == "" {
 		b.Skip("GUILDS_BIN_DIR is unset: run `make bench`, which builds the helpers")
 	}
-	bw, err := sandbox.NewBubblewrap(b.TempDir(), bin, "")
+	bw, err := sandbox.NewBubblewrap(sandboxtest.Root(b), bin, "")
 	if err != nil {
 		b.Skipf("bubblewrap is required for this benchmark: %v", err)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/tools/code"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -88,7 +90,7 @@ func providers(t *testing.T) map[string]sandbox.Provider {
 	t.Helper()
 	bin := helperBin(t)
 	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin}}
-	if bw, err := sandbox.NewBubblewrap(t.TempDir(), bin, ""); err == nil {
+	if bw, err := sandbox.NewBubblewrap(sandboxtest.Root(t), bin, ""); err == nil {
 		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
 	} else if os.Getenv("CI") != "" {

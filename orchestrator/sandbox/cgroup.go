@@ -1,0 +1,297 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupRoot is where the host mounts its control groups.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// sandboxGroups names the folder, under the orchestrator's own group, that holds one group per
+// running sandbox.
+const sandboxGroups = "guilds-sandboxes"
+
+// cgroups creates each sandbox's control groups: v2 where the host has the unified hierarchy,
+// else v1's pids, memory and cpu controllers, each used where the host lets it be written.
+type cgroups struct {
+	v2       bool
+	parent   map[string]string // v1 controller (or "unified") → the folder of the sandboxes' groups
+	own      map[string]string // v1 controller → the orchestrator's own group, to put a launching thread back
+	limits   Limits
+	enforced StatusLimits
+	missing  []string
+}
+
+// v1Controllers are the controllers a sandbox's v1 groups use, with the file each limit goes to.
+var v1Controllers = []string{"pids", "memory", "cpu"}
+
+// setupCgroups finds the orchestrator's groups and makes the folder of the sandboxes' groups in
+// each controller it may write; what it may not is listed in missing.
+func setupCgroups(l Limits) *cgroups {
+	c := &cgroups{parent: map[string]string{}, own: map[string]string{}, limits: l}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		c.missing = append(c.missing, fmt.Sprintf("cgroups: read /proc/self/cgroup: %v (no pids, memory or cpu limit)", err))
+		return c
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		c.v2 = true
+		c.setupV2(self)
+		return c
+	}
+	paths := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctrl := range strings.Split(parts[1], ",") {
+			paths[ctrl] = parts[2]
+		}
+	}
+	for _, ctrl := range v1Controllers {
+		own, ok := paths[ctrl]
+		if !ok {
+			c.missing = append(c.missing, fmt.Sprintf("cgroup %s: the host has no %s controller (no %s limit)", ctrl, ctrl, limitName(ctrl)))
+			continue
+		}
+		ownDir := filepath.Join(cgroupRoot, ctrl, own)
+		dir := filepath.Join(ownDir, sandboxGroups)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			c.missing = append(c.missing, fmt.Sprintf("cgroup %s: %v (no %s limit)", ctrl, err, limitName(ctrl)))
+			continue
+		}
+		c.parent[ctrl], c.own[ctrl] = dir, ownDir
+		c.markEnforced(ctrl)
+		removeStale(dir)
+	}
+	return c
+}
+
+// setupV2 prepares the unified hierarchy: the orchestrator moves into a leaf of its own group so
+// that group may delegate pids, memory and cpu to the sandboxes' groups beside it.
+func (c *cgroups) setupV2(self []byte) {
+	own := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	fail := func(err error) {
+		c.missing = append(c.missing, fmt.Sprintf("cgroup v2: %v (no pids, memory or cpu limit)", err))
+	}
+	ownDir := filepath.Join(cgroupRoot, own)
+	avail, err := os.ReadFile(filepath.Join(ownDir, "cgroup.controllers"))
+	if err != nil {
+		fail(err)
+		return
+	}
+	var want []string
+	for _, ctrl := range v1Controllers {
+		if bytes.Contains(append(append([]byte(" "), bytes.TrimSpace(avail)...), ' '), []byte(" "+ctrl+" ")) {
+			want = append(want, "+"+ctrl)
+		} else {
+			c.missing = append(c.missing, fmt.Sprintf("cgroup v2: the %s controller is not delegated to %s (no %s limit)", ctrl, ownDir, limitName(ctrl)))
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	enable := []byte(strings.Join(want, " "))
+	if err := os.WriteFile(filepath.Join(ownDir, "cgroup.subtree_control"), enable, 0); err != nil && own != "/" {
+		// A group holding processes cannot delegate: move the orchestrator into a leaf first.
+		leaf := filepath.Join(ownDir, "orchestrator")
+		if err := os.MkdirAll(leaf, 0o755); err != nil {
+			fail(err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			fail(fmt.Errorf("move the orchestrator into %s: %w", leaf, err))
+			return
+		}
+		if err := os.WriteFile(filepath.Join(ownDir, "cgroup.subtree_control"), enable, 0); err != nil {
+			fail(fmt.Errorf("delegate %s in %s: %w", enable, ownDir, err))
+			return
+		}
+	}
+	dir := filepath.Join(ownDir, sandboxGroups)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fail(err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), enable, 0); err != nil {
+		fail(fmt.Errorf("delegate %s in %s: %w", enable, dir, err))
+		return
+	}
+	c.parent["unified"] = dir
+	for _, w := range want {
+		c.markEnforced(strings.TrimPrefix(w, "+"))
+	}
+	removeStale(dir)
+}
+
+func (c *cgroups) markEnforced(ctrl string) {
+	switch ctrl {
+	case "pids":
+		c.enforced.Pids = c.limits.Pids
+	case "memory":
+		c.enforced.Memory = c.limits.Memory
+	case "cpu":
+		c.enforced.CPU = c.limits.CPUWeight
+	}
+}
+
+func limitName(ctrl string) string {
+	if ctrl == "pids" {
+		return "process"
+	}
+	return ctrl
+}
+
+// removeStale removes the groups that sandboxes of an orchestrator no longer running left behind
+// (each group's name starts with the pid of the orchestrator that made it).
+func removeStale(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(strings.SplitN(e.Name(), ".", 2)[0])
+		if !e.IsDir() || err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		_ = syscall.Rmdir(filepath.Join(dir, e.Name()))
+	}
+}
+
+// cgroup is one sandbox's groups.
+type cgroup struct {
+	c    *cgroups
+	dirs map[string]string // v1 controller (or "unified") → the sandbox's folder
+	fd   *os.File          // v2: the folder, for CLONE_INTO_CGROUP
+}
+
+// create makes a sandbox's groups, named name, and writes its limits.
+func (c *cgroups) create(name string) (*cgroup, error) {
+	g := &cgroup{c: c, dirs: map[string]string{}}
+	mb := func(n int64) string { return strconv.FormatInt(n, 10) }
+	for ctrl, parent := range c.parent {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			g.remove()
+			return nil, fmt.Errorf("create the sandbox's cgroup: %w", err)
+		}
+		g.dirs[ctrl] = dir
+		var files [][2]string
+		switch ctrl {
+		case "pids":
+			files = [][2]string{{"pids.max", mb(c.limits.Pids)}}
+		case "memory":
+			files = [][2]string{{"memory.limit_in_bytes", mb(c.limits.Memory)}, {"memory.memsw.limit_in_bytes", mb(c.limits.Memory)}}
+		case "cpu":
+			files = [][2]string{{"cpu.shares", mb(max(2, c.limits.CPUWeight*1024/100))}}
+		case "unified":
+			if c.enforced.Pids > 0 {
+				files = append(files, [2]string{"pids.max", mb(c.limits.Pids)})
+			}
+			if c.enforced.Memory > 0 {
+				files = append(files, [2]string{"memory.max", mb(c.limits.Memory)}, [2]string{"memory.swap.max", "0"})
+			}
+			if c.enforced.CPU > 0 {
+				files = append(files, [2]string{"cpu.weight", mb(c.limits.CPUWeight)})
+			}
+		}
+		for _, f := range files {
+			err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0)
+			// Swap accounting is optional: without it there is no swap limit to set.
+			if err != nil && !(errors.Is(err, os.ErrNotExist) && strings.Contains(f[0], "sw")) {
+				g.remove()
+				return nil, fmt.Errorf("set the sandbox's %s: %w", f[0], err)
+			}
+		}
+	}
+	if dir, ok := g.dirs["unified"]; ok {
+		fd, err := os.Open(dir)
+		if err != nil {
+			g.remove()
+			return nil, fmt.Errorf("open the sandbox's cgroup: %w", err)
+		}
+		g.fd = fd
+	}
+	return g, nil
+}
+
+// enterThread moves the calling OS thread into the sandbox's v1 groups, so what it forks starts
+// there (v1 has no way to fork into a group).
+func (g *cgroup) enterThread() error {
+	tid := []byte(strconv.Itoa(syscall.Gettid()))
+	for ctrl, dir := range g.dirs {
+		if ctrl == "unified" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tasks"), tid, 0); err != nil {
+			return fmt.Errorf("enter the sandbox's %s cgroup: %w", ctrl, err)
+		}
+	}
+	return nil
+}
+
+// leaveThread puts the calling OS thread back into the orchestrator's own groups.
+func (g *cgroup) leaveThread() error {
+	tid := []byte(strconv.Itoa(syscall.Gettid()))
+	for ctrl := range g.dirs {
+		if own, ok := g.c.own[ctrl]; ok {
+			if err := os.WriteFile(filepath.Join(own, "tasks"), tid, 0); err != nil {
+				return fmt.Errorf("leave the sandbox's %s cgroup: %w", ctrl, err)
+			}
+		}
+	}
+	return nil
+}
+
+// oomKills counts the processes the kernel killed in the sandbox for want of memory.
+func (g *cgroup) oomKills() uint64 {
+	file := ""
+	if dir, ok := g.dirs["memory"]; ok {
+		file = filepath.Join(dir, "memory.oom_control")
+	} else if dir, ok := g.dirs["unified"]; ok {
+		file = filepath.Join(dir, "memory.events")
+	} else {
+		return 0
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// remove deletes the sandbox's groups once its processes are gone (they may take a moment to
+// leave after the sandbox's PID 1 ended).
+func (g *cgroup) remove() {
+	if g.fd != nil {
+		g.fd.Close()
+	}
+	for _, dir := range g.dirs {
+		for i := 0; i < 50; i++ {
+			if err := syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

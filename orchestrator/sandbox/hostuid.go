@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+)
+
+// DefaultUIDBase is the first host id of the sandboxes' range (GUILDS_SANDBOX_UID_BASE): the
+// network helpers run with it as their group, and agents get the ids after it, one each.
+const DefaultUIDBase = 1_000_000
+
+// uidRange is how many agents one data folder can hold.
+const uidRange = 1_000_000
+
+// SandboxUID is the uid and gid of the agent inside every sandbox.
+const SandboxUID = 1000
+
+// owner is the host uid and gid that own an agent's files; -1 keeps the orchestrator's.
+type owner struct{ uid, gid int }
+
+// noOwner leaves files to the orchestrator's user (the local provider, or bubblewrap not as root).
+var noOwner = owner{-1, -1}
+
+func (o owner) set() bool { return o.uid >= 0 }
+
+// uidAllocator hands each agent of one sandbox folder a host uid of its own. The allocation is the
+// ownership of the agent's home folder, so it survives restarts without a table of its own.
+type uidAllocator struct {
+	base uint32
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	scanned bool
+	byUID   map[uint32]string
+	byAgent map[string]uint32
+}
+
+func (a *uidAllocator) inRange(uid uint32) bool {
+	return uid > a.base && uid <= a.base+uidRange
+}
+
+// scan reads the owners of the agents' home folders under root once.
+func (a *uidAllocator) scan(root string) error {
+	if a.scanned {
+		return nil
+	}
+	a.byUID, a.byAgent = map[uint32]string{}, map[string]uint32{}
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read the sandbox folder: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !agentIDPattern.MatchString(e.Name()) {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(root, e.Name(), "home"), &st) != nil || !a.inRange(st.Uid) {
+			continue
+		}
+		if _, taken := a.byUID[st.Uid]; !taken {
+			a.byUID[st.Uid], a.byAgent[e.Name()] = e.Name(), st.Uid
+		}
+	}
+	a.scanned = true
+	return nil
+}
+
+// assign returns the host owner of the agent's files: the owner of its home folder when that is
+// the agent's id in the range, else the lowest free id, with the home folder and what it holds
+// handed to it.
+func (a *uidAllocator) assign(root, agentID, home string) (owner, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.scan(root); err != nil {
+		return owner{}, err
+	}
+	uid, ok := a.byAgent[agentID]
+	if !ok {
+		for id := a.base + 1; id <= a.base+uidRange; id++ {
+			if _, taken := a.byUID[id]; !taken {
+				uid, ok = id, true
+				break
+			}
+		}
+		if !ok {
+			return owner{}, fmt.Errorf("no host uid is left for agent %s: every id of %d–%d is in use", agentID, a.base+1, a.base+uidRange)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(home, &st); err != nil {
+		return owner{}, fmt.Errorf("stat the agent's home folder: %w", err)
+	}
+	if st.Uid != uid || st.Mode&0o777 != 0o700 {
+		if err := chownTree(home, int(uid), a.log); err != nil {
+			return owner{}, fmt.Errorf("give agent %s's folder to its host uid %d: %w", agentID, uid, err)
+		}
+		if err := os.Chmod(home, 0o700); err != nil {
+			return owner{}, fmt.Errorf("give agent %s's folder to its host uid %d: %w", agentID, uid, err)
+		}
+	}
+	a.byUID[uid], a.byAgent[agentID] = agentID, uid
+	return owner{int(uid), int(uid)}, nil
+}
+
+// chownTree gives dir and everything under it to uid (group too), never following a link. A file
+// with more than one hard link keeps its owner: its other name may be outside the folder.
+func chownTree(dir string, uid int, log *slog.Logger) error {
+	skipped := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		if int(st.Uid) == uid && int(st.Gid) == uid {
+			return nil
+		}
+		if !d.IsDir() && st.Nlink > 1 {
+			skipped++
+			return nil
+		}
+		return os.Lchown(p, uid, uid)
+	})
+	if skipped > 0 && log != nil {
+		log.Warn("sandbox: files with several hard links keep their owner", "folder", dir, "files", skipped)
+	}
+	return err
+}
