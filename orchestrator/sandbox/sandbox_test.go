@@ -3,12 +3,17 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -264,6 +269,124 @@ func TestFileAPIRemove(t *testing.T) {
 				if err := box.Remove(ctx, bad); err == nil {
 					t.Errorf("Remove(%q) was allowed", bad)
 				}
+			}
+		})
+	}
+}
+
+// peerHost makes a test host of this test's own: a network namespace joined to the host by a veth
+// pair (the host side 198.18.0.1, the peer 198.18.0.2), serving one line on a TCP port there. It
+// returns the peer's address.
+func peerHost(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 is missing")
+	}
+	ns := fmt.Sprintf("guilds-peer-%d", os.Getpid())
+	host, peer := fmt.Sprintf("gp%dh", os.Getpid()%100000), fmt.Sprintf("gp%dp", os.Getpid()%100000)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	ip("netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run(); exec.Command("ip", "netns", "del", ns).Run() })
+	ip("link", "add", host, "type", "veth", "peer", "name", peer)
+	ip("link", "set", peer, "netns", ns)
+	ip("addr", "add", "198.18.0.1/30", "dev", host)
+	ip("link", "set", host, "up")
+	ip("-n", ns, "addr", "add", "198.18.0.2/30", "dev", peer)
+	ip("-n", ns, "link", "set", peer, "up")
+	ip("-n", ns, "link", "set", "lo", "up")
+	f, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	self, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	// A socket belongs to the namespace it was made in: listen from a thread inside the peer's.
+	lnc := make(chan net.Listener, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := setns(f, syscall.CLONE_NEWNET); err != nil {
+			t.Error(err)
+			lnc <- nil
+			return
+		}
+		ln, err := net.Listen("tcp", "198.18.0.2:0")
+		if err != nil {
+			t.Error(err)
+		}
+		if err := setns(self, syscall.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		lnc <- ln
+	}()
+	ln := <-lnc
+	if ln == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("peer says hello\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestUserNetwork: a sandbox with the user-mode network reaches a host beyond this one (here a
+// test host in a namespace of the test's own), while the host's own addresses, the veth's host
+// side among them, stay out of reach; with none it has a loopback only.
+func TestUserNetwork(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the user-mode network needs root")
+	}
+	peer := peerHost(t)
+	// A service of the host on every address, which the host reaches on the veth's side.
+	wild, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wild.Close()
+	go func() {
+		for c, err := wild.Accept(); err == nil; c, err = wild.Accept() {
+			c.Write([]byte("host service\n"))
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(wild.Addr().(*net.TCPAddr).Port)
+	if c, err := net.Dial("tcp", "198.18.0.1:"+port); err != nil {
+		t.Fatalf("the host does not reach its own service on the veth: %v", err)
+	} else {
+		c.Close()
+	}
+	probe := `for a in ` + peer + ` 198.18.0.1:` + port + `; do
+  if out=$(timeout 5 bash -c "exec 3<>/dev/tcp/${a%:*}/${a##*:}; head -1 <&3" 2>&1); then echo "reached $a: $out"; else echo "refused $a"; fi
+done; ip -br addr | grep -c UP || true`
+	for _, network := range []string{NetworkUser, NetworkNone} {
+		t.Run(network, func(t *testing.T) {
+			bw := bwrapOnly(t, nil)
+			bw.Network = network
+			box, err := bw.Open(context.Background(), "agt_net")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", probe}, Timeout: 30 * time.Second})
+			out := string(res.Stdout)
+			reached := strings.Contains(out, "reached "+peer+": peer says hello")
+			if reached != (network == NetworkUser) || !strings.Contains(out, "refused 198.18.0.1:"+port) {
+				t.Fatalf("%s network:\n%s%s", network, out, res.Stderr)
 			}
 		})
 	}

@@ -154,7 +154,7 @@ func stageFile(src, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(dst, data, fi.Mode().Perm()|0o444); err != nil {
+	if err := writeFileAtomic(dst, data, openToAll(fi.Mode())); err != nil {
 		return "", err
 	}
 	if err := os.Chtimes(dst, fi.ModTime(), fi.ModTime()); err != nil {
@@ -226,10 +226,19 @@ func copyTree(src, dst string) error {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(to, data, fi.Mode().Perm()|0o444)
+			return os.WriteFile(to, data, openToAll(fi.Mode()))
 		}
 		return nil // sockets, devices and pipes have no place in a sandbox's engines
 	})
+}
+
+// openToAll is mode made readable by everyone, and runnable by everyone when its owner may run it.
+func openToAll(mode fs.FileMode) fs.FileMode {
+	p := mode.Perm() | 0o444
+	if p&0o100 != 0 {
+		p |= 0o111
+	}
+	return p
 }
 
 // writeFileAtomic writes data to file through a temporary file beside it and a rename.
