@@ -323,6 +323,9 @@ exit 0`
 // stopDaemon sends SIGTERM to the sandbox's guilds-browser daemon, when its PID file
 // (<RunDir>/browser/daemon.pid) names one.
 func stopDaemon(box Sandbox) {
+	if r, ok := box.(interface{ Running() bool }); ok && !r.Running() {
+		return // the daemon ended with its sandbox; do not start one to look for it
+	}
 	file := box.Places().RunDir + "/browser/daemon.pid"
 	if _, err := box.ReadFile(context.Background(), file); err != nil {
 		return

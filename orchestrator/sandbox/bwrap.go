@@ -413,6 +413,19 @@ type bwrapBox struct {
 
 func (b *bwrapBox) Places() Places { return b.places }
 
+// Running reports whether the agent's sandbox runs now (a call would not have to start it).
+func (b *bwrapBox) Running() bool {
+	b.p.mu.Lock()
+	sl := b.p.servers[b.agentID]
+	b.p.mu.Unlock()
+	if sl == nil {
+		return false
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.srv != nil && sl.srv.alive()
+}
+
 // start starts the agent's sandbox: its control groups, its network namespace with slirp4netns
 // attached, then bwrap as the agent's host uid from a thread inside both, and waits until the
 // exec server reports ready.

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -64,7 +63,7 @@ func isolatedStart(cmd *exec.Cmd, hostNet, netns *os.File, cg *cgroup) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		err, clean := startOnThread(cmd, hostNet, netns, cg)
+		clean, err := startOnThread(cmd, hostNet, netns, cg)
 		if clean {
 			runtime.UnlockOSThread()
 		}
@@ -75,11 +74,11 @@ func isolatedStart(cmd *exec.Cmd, hostNet, netns *os.File, cg *cgroup) error {
 
 // startOnThread is isolatedStart's work on the locked thread; clean reports that the thread is
 // back as it was.
-func startOnThread(cmd *exec.Cmd, hostNet, netns *os.File, cg *cgroup) (err error, clean bool) {
+func startOnThread(cmd *exec.Cmd, hostNet, netns *os.File, cg *cgroup) (clean bool, err error) {
 	clean = true
 	if netns != nil {
 		if err := setns(netns, syscall.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("enter the sandbox's network namespace: %w", err), true
+			return true, fmt.Errorf("enter the sandbox's network namespace: %w", err)
 		}
 		defer func() {
 			if serr := setns(hostNet, syscall.CLONE_NEWNET); serr != nil {
@@ -100,10 +99,10 @@ func startOnThread(cmd *exec.Cmd, hostNet, netns *os.File, cg *cgroup) (err erro
 			}
 		}()
 		if err := cg.enterThread(); err != nil {
-			return err, clean
+			return clean, err
 		}
 	}
-	return cmd.Start(), clean
+	return clean, cmd.Start()
 }
 
 func setns(f *os.File, kind int) error { return unix.Setns(int(f.Fd()), kind) }
@@ -235,6 +234,3 @@ func localNameservers(file string) []net.IP {
 	}
 	return out
 }
-
-// errNoNetwork wraps the reasons a user-mode network cannot be had on this host.
-var errNoNetwork = errors.New("the sandbox's user-mode network is unavailable")
