@@ -135,12 +135,18 @@ func (p *Bubblewrap) prepare() *hostSetup {
 	if h.gid == 0 {
 		h.gid = DefaultUIDBase
 	}
+	h.status = Status{Backend: p.Kind(), UserNamespace: true, Missing: []string{}}
+	missing := func(format string, a ...any) { h.status.Missing = append(h.status.Missing, fmt.Sprintf(format, a...)) }
 	network := p.Network
-	if network == "" {
+	switch {
+	case network == "" && !h.asRoot:
+		// The default cannot be had without root; a loopback only is the safe side of it.
+		network = NetworkNone
+		missing("network user: the orchestrator does not run as root, so the sandboxes have a loopback only")
+	case network == "":
 		network = NetworkUser
 	}
-	h.status = Status{Backend: p.Kind(), UserNamespace: true, Network: network, Missing: []string{}}
-	missing := func(format string, a ...any) { h.status.Missing = append(h.status.Missing, fmt.Sprintf(format, a...)) }
+	h.status.Network = network
 	if err := os.MkdirAll(p.Root, 0o711); err != nil {
 		h.rootErr = fmt.Errorf("create the sandbox folder: %w", err)
 	} else if h.asRoot {

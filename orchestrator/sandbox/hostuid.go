@@ -96,10 +96,15 @@ func (a *uidAllocator) assign(root, agentID, home string) (owner, error) {
 	if err := syscall.Lstat(home, &st); err != nil {
 		return owner{}, fmt.Errorf("stat the agent's home folder: %w", err)
 	}
-	if st.Uid != uid || st.Mode&0o777 != 0o700 {
+	// The whole tree is walked only when the folder is not the agent's yet (a new agent, or one
+	// from before agents had uids of their own); the agent may change its folder's mode, which
+	// costs one chmod.
+	if st.Uid != uid {
 		if err := chownTree(home, int(uid), a.log); err != nil {
 			return owner{}, fmt.Errorf("give agent %s's folder to its host uid %d: %w", agentID, uid, err)
 		}
+	}
+	if st.Uid != uid || st.Mode&0o777 != 0o700 {
 		if err := os.Chmod(home, 0o700); err != nil {
 			return owner{}, fmt.Errorf("give agent %s's folder to its host uid %d: %w", agentID, uid, err)
 		}
