@@ -88,20 +88,6 @@ func (s *Store) DeleteSchedule(ctx context.Context, agentID, id string) error {
 	return nil
 }
 
-// Wakeup is a claimed wake-up of a schedule, waiting for its run: the run will have RunID.
-type Wakeup struct {
-	ScheduleID  string
-	DueAt       time.Time
-	RunID       string
-	AgentID     string
-	Instruction string
-	ClaimedAt   time.Time
-	Attempts    int // failed starts so far
-}
-
-// NextFunc returns a schedule's next wake-up after the claim's now (nil: it has none).
-type NextFunc func(sc orchestrator.Schedule) *time.Time
-
 // ClaimDue locks up to limit active schedules due at now, skipping rows another process holds
 // (FOR UPDATE SKIP LOCKED), and in that one transaction advances each one's next_run_at to next(sc)
 // and writes its pending wake-up, keyed by (schedule_id, due_at) and carrying the id of the run
@@ -110,7 +96,7 @@ type NextFunc func(sc orchestrator.Schedule) *time.Time
 // pending (its run has not started yet, say after a crash and downtime) gets no second one: the
 // missed wake-ups fold into it, one run, not a burst. It returns how many schedules it advanced and
 // how many wake-ups it wrote.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next NextFunc) (advanced, claimed int, err error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT "+scheduleColumns+` FROM schedules
 			WHERE status = 'active' AND next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, now, limit)
@@ -153,10 +139,6 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next Nex
 	return advanced, claimed, nil
 }
 
-// StartFunc starts the run of a wake-up under w.RunID. It must be idempotent: when the run
-// already exists (a start that got that far before a crash) it reports success.
-type StartFunc func(ctx context.Context, w Wakeup) error
-
 // MaxWakeupAttempts is how many failed starts a wake-up gets before it is kept as failed.
 const MaxWakeupAttempts = 5
 
@@ -167,15 +149,15 @@ const MaxWakeupAttempts = 5
 // start counts an attempt and keeps the reason; it is given up (state failed) after
 // MaxWakeupAttempts, or at once when final(err). It returns how many wake-ups it took and how many
 // of them started.
-func (s *Store) StartWakeups(ctx context.Context, now time.Time, limit int, start StartFunc, final func(error) bool) (taken, started int, err error) {
+func (s *Store) StartWakeups(ctx context.Context, now time.Time, limit int, start orchestrator.StartWakeupFunc, final func(error) bool) (taken, started int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT schedule_id, due_at, run_id, agent_id, instruction, claimed_at, attempts FROM schedule_wakeups
 			WHERE state = 'pending' ORDER BY claimed_at, schedule_id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
 			return err
 		}
-		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Wakeup, error) {
-			var w Wakeup
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Wakeup, error) {
+			var w orchestrator.Wakeup
 			return w, r.Scan(&w.ScheduleID, &w.DueAt, &w.RunID, &w.AgentID, &w.Instruction, &w.ClaimedAt, &w.Attempts)
 		})
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
 
@@ -88,7 +87,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 // start starts the run of a wake-up under its fixed id. The id is the run row's primary key, so a
 // start that fails because the run exists (an earlier start of this wake-up wrote it, then the
 // process died before recording the firing) counts as started: one run, never two.
-func (s *Scheduler) start(ctx context.Context, w postgres.Wakeup) error {
+func (s *Scheduler) start(ctx context.Context, w orchestrator.Wakeup) error {
 	if _, err := s.Runs.StartRun(ctx, w.AgentID, runs.StartRequest{ID: w.RunID, Kind: orchestrator.KindSchedule}); err != nil {
 		if _, gerr := s.Runs.GetRun(ctx, w.RunID); gerr == nil {
 			s.log().Info("schedule wake-up found its run started already", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
@@ -30,8 +29,8 @@ type Store interface {
 	GetSchedule(ctx context.Context, agentID, id string) (orchestrator.Schedule, error)
 	SetScheduleStatus(ctx context.Context, agentID, id, status string, next *time.Time, at time.Time) (orchestrator.Schedule, error)
 	DeleteSchedule(ctx context.Context, agentID, id string) error
-	ClaimDue(ctx context.Context, now time.Time, limit int, next postgres.NextFunc) (advanced, claimed int, err error)
-	StartWakeups(ctx context.Context, now time.Time, limit int, start postgres.StartFunc, final func(error) bool) (taken, started int, err error)
+	ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed int, err error)
+	StartWakeups(ctx context.Context, now time.Time, limit int, start orchestrator.StartWakeupFunc, final func(error) bool) (taken, started int, err error)
 }
 
 // Tools serves the six schedule tools.
