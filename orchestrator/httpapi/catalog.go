@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
@@ -27,8 +29,25 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 	api.Post("/runs/:id/generations", s.nextGeneration)
 }
 
+// CatalogService is what the catalog, connection, binding and access routes read and change
+// (bindings.Service implements it).
+type CatalogService interface {
+	ListServers(ctx context.Context, all bool) ([]orchestrator.MCPServer, error)
+	PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch) (orchestrator.MCPServer, error)
+	PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch) (orchestrator.MCPServer, error)
+	Connect(ctx context.Context, req bindings.ConnectRequest) (orchestrator.Connection, error)
+	ListConnections(ctx context.Context, scope, id string) ([]orchestrator.Connection, error)
+	GetConnection(ctx context.Context, id string) (orchestrator.Connection, error)
+	ConnectionTools(ctx context.Context, id string) ([]orchestrator.ListedTool, error)
+	DeleteConnection(ctx context.Context, id string) error
+	PutBinding(ctx context.Context, req bindings.BindingRequest) (orchestrator.Binding, error)
+	DeleteBinding(ctx context.Context, req bindings.BindingRequest) error
+	ListBindings(ctx context.Context, scope, id string) ([]orchestrator.Binding, error)
+	Access(ctx context.Context, scope, id string) (bindings.Access, error)
+}
+
 // catalog returns the bindings service, or an error when the server was built without one.
-func (s *Server) catalog() (*bindings.Service, error) {
+func (s *Server) catalog() (CatalogService, error) {
 	if s.Bindings == nil {
 		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the catalog and bindings service is not configured on this server")
 	}
@@ -207,7 +226,11 @@ func (s *Server) access(scope string) fiber.Handler {
 }
 
 func (s *Server) nextGeneration(c *fiber.Ctx) error {
-	gen, err := s.Runs.NextGeneration(c.UserContext(), c.Params("id"))
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	gen, err := rs.NextGeneration(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	_ "embed"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
@@ -27,19 +27,44 @@ const AuthMode = "token"
 //go:embed openapi.json
 var openapiDoc []byte
 
-// Server holds what the handlers need. Set every field before New.
+// Server holds what the handlers need; cmd sets the fields before New. A service left nil makes
+// its routes answer 500 naming what is not configured.
 type Server struct {
 	Scopes     orchestrator.ScopeStore
-	Runs       *runs.Service
-	Bindings   *bindings.Service   // catalog, connections, bindings and access views
-	Artifacts  ArtifactStore       // collections, records, notes and memory; nil: those routes answer 500
-	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat; nil: those routes answer 500
-	Secrets    SecretKeeper        // agent secrets (values never returned); nil: those routes answer 500
+	Runs       RunService          // runs and their tool calls
+	Bindings   CatalogService      // catalog, connections, bindings and access views
+	Artifacts  ArtifactStore       // collections, records, notes and memory
+	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat
+	Secrets    SecretKeeper        // agent secrets (values never returned)
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
-	Sandbox    sandbox.Reporter    // the agents' sandboxes, for the instance view; nil: reported as none
+	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
 	Log        *slog.Logger
 	Now        func() time.Time
+}
+
+// RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
+type RunService interface {
+	StartRun(ctx context.Context, agentID string, req runs.StartRequest) (orchestrator.Run, error)
+	GetRun(ctx context.Context, id string) (orchestrator.Run, error)
+	CloseRun(ctx context.Context, id string) (orchestrator.Run, error)
+	Call(ctx context.Context, runID string, req runs.CallRequest) (runs.CallResult, error)
+	ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error)
+	NextGeneration(ctx context.Context, runID string) (runs.Generation, error)
+}
+
+// SandboxReporter says what isolation the agents' sandboxes have on this host (the sandbox
+// providers implement it).
+type SandboxReporter interface {
+	Status() sandbox.Status
+}
+
+// runService returns the run service, or an error when the server was built without one.
+func (s *Server) runService() (RunService, error) {
+	if s.Runs == nil {
+		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the run service is not configured on this server")
+	}
+	return s.Runs, nil
 }
 
 func (s *Server) log() *slog.Logger {
@@ -375,6 +400,10 @@ type runView struct {
 func viewRun(r orchestrator.Run) runView { return runView{Run: r, RemainingToolCalls: r.Remaining()} }
 
 func (s *Server) startRun(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
 	if err := requireID("agent", c.Params("id")); err != nil {
 		return err
 	}
@@ -386,7 +415,7 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.Runs.StartRun(c.UserContext(), c.Params("id"), runs.StartRequest{Kind: b.Kind, Config: patch, Budget: b.ToolCallBudget})
+	run, err := rs.StartRun(c.UserContext(), c.Params("id"), runs.StartRequest{Kind: b.Kind, Config: patch, Budget: b.ToolCallBudget})
 	if err != nil {
 		return err
 	}
@@ -394,7 +423,11 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 }
 
 func (s *Server) getRun(c *fiber.Ctx) error {
-	run, err := s.Runs.GetRun(c.UserContext(), c.Params("id"))
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	run, err := rs.GetRun(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -402,7 +435,11 @@ func (s *Server) getRun(c *fiber.Ctx) error {
 }
 
 func (s *Server) closeRun(c *fiber.Ctx) error {
-	run, err := s.Runs.CloseRun(c.UserContext(), c.Params("id"))
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	run, err := rs.CloseRun(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -416,6 +453,10 @@ type callBody struct {
 }
 
 func (s *Server) call(c *fiber.Ctx) error {
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
 	if err := requireID("run", c.Params("id")); err != nil {
 		return err
 	}
@@ -425,7 +466,7 @@ func (s *Server) call(c *fiber.Ctx) error {
 	}
 	// A call in flight finishes even when the client goes away or the server shuts down: its row and
 	// the run's counter must not be left behind the handler's side effects.
-	res, err := s.Runs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments})
+	res, err := rs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments})
 	if err != nil {
 		return err
 	}
@@ -433,7 +474,11 @@ func (s *Server) call(c *fiber.Ctx) error {
 }
 
 func (s *Server) listCalls(c *fiber.Ctx) error {
-	calls, err := s.Runs.ListCalls(c.UserContext(), c.Params("id"))
+	rs, err := s.runService()
+	if err != nil {
+		return err
+	}
+	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
 	}
