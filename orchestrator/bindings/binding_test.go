@@ -81,7 +81,7 @@ func TestPutBindingAccepts(t *testing.T) {
 	w.put("org", "o1", "native_tool", "note_write", false, "")       // a seed tool this box does not register
 	w.put("agent", "a1", "mcp", "notion", false, "")                 // turning off needs no tools
 	pinned, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey,
-		Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}})
+		PinnedPrices: bindings.PinnedPrices{Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,10 +111,10 @@ func TestConnectRefuses(t *testing.T) {
 		{"missing field", w.svc, bindings.ConnectRequest{Server: "qonto", Scope: "org", ScopeID: "o1", Credentials: map[string]string{"login": "acme-1234"}}, orchestrator.EINVALID, "credentials.secret_key (Secret key) is required"},
 		{"blank field", w.svc, bindings.ConnectRequest{Server: "coingecko", Scope: "org", ScopeID: "o1", Credentials: map[string]string{"api_key": "  "}}, orchestrator.EINVALID, "credentials.api_key"},
 		{"unknown field", w.svc, bindings.ConnectRequest{Server: "coingecko", Scope: "org", ScopeID: "o1", Credentials: map[string]string{"api_key": "k", "password": "p"}}, orchestrator.EINVALID, "credentials.password is not a field of CoinGecko"},
-		{"coins on another server", w.svc, bindings.ConnectRequest{Server: "coingecko", Scope: "org", ScopeID: "o1", Credentials: cgKey, Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}, orchestrator.EINVALID, "coins are only for Pinned prices"},
+		{"coins on another server", w.svc, bindings.ConnectRequest{Server: "coingecko", Scope: "org", ScopeID: "o1", Credentials: cgKey, PinnedPrices: bindings.PinnedPrices{Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}}, orchestrator.EINVALID, "coins are only for Pinned prices"},
 		{"pinned prices without coins", w.svc, bindings.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey}, orchestrator.EINVALID, "pins 1 to 20 coins"},
 		{"pinned prices duplicate coin", w.svc, bindings.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey,
-			Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}, orchestrator.EINVALID, "pinned twice"},
+			PinnedPrices: bindings.PinnedPrices{Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}}, orchestrator.EINVALID, "pinned twice"},
 		{"no GUILDS_SECRET_KEY", noKey, bindings.ConnectRequest{Server: "coingecko", Scope: "org", ScopeID: "o1", Credentials: cgKey}, orchestrator.EINVALID, "GUILDS_SECRET_KEY is not set"},
 	}
 	for _, tt := range tests {
@@ -267,7 +267,7 @@ func TestVerifierSeam(t *testing.T) {
 func TestConnectPinnedPrices(t *testing.T) {
 	w := newWorld(t)
 	c, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "pinned_prices", Scope: "guild", ScopeID: "g1", Credentials: cgKey,
-		Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "apple-xstock", Symbol: "aaplx", Name: "Apple xStock"}}})
+		PinnedPrices: bindings.PinnedPrices{Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "apple-xstock", Symbol: "aaplx", Name: "Apple xStock"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

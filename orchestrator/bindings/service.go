@@ -145,17 +145,16 @@ type ConnectRequest struct {
 	ScopeID     string            `json:"scope_id"`
 	Credentials map[string]string `json:"credentials"`
 	AccountHint string            `json:"account_hint"`
-	Coins       []Coin            `json:"coins"` // Pinned prices only
+	// The connectors' own settings, one embedded type per connector that takes any: their fields
+	// sit beside the others in the body, and a server given another connector's is EINVALID.
+	PinnedPrices
 }
 
-// Coin is one pinned coin of a Pinned prices login.
-type Coin struct {
-	ID     string `json:"id"`
-	Symbol string `json:"symbol"`
-	Name   string `json:"name"`
+// settings checks the connector settings of a Connect against its server and returns the
+// connection's stored settings ({} for a server that takes none).
+func (r ConnectRequest) settings(srv orchestrator.MCPServer) (json.RawMessage, error) {
+	return checkCoins(srv, r.PinnedPrices.Coins)
 }
-
-var coinID = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
 
 // maxCredential bounds one credential value.
 const maxCredential = 8192
@@ -195,7 +194,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	if utf8.RuneCountInString(req.AccountHint) > 200 {
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "account_hint is %d characters; at most 200", utf8.RuneCountInString(req.AccountHint))
 	}
-	settings, err := checkCoins(srv, req.Coins)
+	settings, err := req.settings(srv)
 	if err != nil {
 		return orchestrator.Connection{}, err
 	}
@@ -284,35 +283,6 @@ func checkFields(srv orchestrator.MCPServer, in map[string]string) (map[string]s
 		return nil, orchestrator.Errorf(orchestrator.EINVALID, "%s; %s's fields are %s", strings.Join(problems, "; "), srv.Name, strings.Join(names, ", "))
 	}
 	return out, nil
-}
-
-// checkCoins checks a Pinned prices login's coins (1 to max_coins, each id, symbol and name) and
-// returns the connection settings; other servers take no coins.
-func checkCoins(srv orchestrator.MCPServer, coins []Coin) (json.RawMessage, error) {
-	if srv.Config.MaxCoins == 0 {
-		if len(coins) > 0 {
-			return nil, orchestrator.Errorf(orchestrator.EINVALID, "coins are only for Pinned prices, not %s", srv.Name)
-		}
-		return json.RawMessage(`{}`), nil
-	}
-	if len(coins) == 0 || len(coins) > srv.Config.MaxCoins {
-		return nil, orchestrator.Errorf(orchestrator.EINVALID, "%s pins 1 to %d coins (id, symbol, name), got %d", srv.Name, srv.Config.MaxCoins, len(coins))
-	}
-	seen := map[string]bool{}
-	for i, c := range coins {
-		if !coinID.MatchString(c.ID) || strings.TrimSpace(c.Symbol) == "" || strings.TrimSpace(c.Name) == "" || len(c.Symbol) > 40 || len(c.Name) > 200 {
-			return nil, orchestrator.Errorf(orchestrator.EINVALID, "coins[%d] needs a CoinGecko id (lower-case, e.g. bitcoin), a symbol and a name", i)
-		}
-		if seen[c.ID] {
-			return nil, orchestrator.Errorf(orchestrator.EINVALID, "coins[%d]: %s is pinned twice", i, c.ID)
-		}
-		seen[c.ID] = true
-	}
-	b, err := json.Marshal(map[string]any{"coins": coins})
-	if err != nil {
-		return nil, fmt.Errorf("encode coins: %w", err)
-	}
-	return b, nil
 }
 
 // listed turns a verification's tools into the connection's listed tools: namespaced, shaped for
