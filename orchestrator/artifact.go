@@ -285,8 +285,8 @@ type RecordFilter struct {
 	Text     string
 	Values   []any
 	Gte, Lte any
-	Spelling map[string][]string // match terms: each word of Text with the collection's words spelled like it (ResolveWhere)
-	// Narrow holds groups of index lexemes (ResolveWhere): a record the term matches holds one
+	Spelling map[string][]string // match terms: each word of Text with the collection's words spelled like it (the store's lookup)
+	// Narrow holds groups of index lexemes (the store's lookup): a record the term matches holds one
 	// lexeme of each group, so the index finds its candidates. No group: the term does not narrow.
 	Narrow [][]string
 }

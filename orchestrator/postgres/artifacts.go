@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the artifact store's notes and memory; records.go holds collections and records.
+// This file holds the artifact store's notes and memory; collections.go and records.go hold the
+// collections and their records.
 
 const artifactColumns = "id, kind, level, org_id, COALESCE(guild_id, ''), COALESCE(agent_id, ''), key, content, created_at, updated_at"
 

@@ -13,6 +13,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/postgres/recordquery"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/tools/records"
 	"github.com/jackc/pgx/v5"
@@ -104,7 +105,7 @@ func loadTasks(ctx context.Context, pool *pgxpool.Pool, coll orchestrator.Collec
 	for i := 1; i <= n; i++ {
 		data := benchTask(i)
 		w := records.Write(coll, data)
-		ix := postgres.RecordTerms(coll, data)
+		ix := recordquery.Terms(coll, data)
 		for _, s := range w.Words {
 			spelling[s] = true
 		}
@@ -192,12 +193,12 @@ func median(d []time.Duration) float64 {
 
 // compare times the tool call and the raw SQL alternately, benchReps times each, and reports the medians and their ratio.
 func compare(b *testing.B, w *benchWorld, label, tool, args string, q orchestrator.RecordQuery) {
-	q, err := postgres.NewStore(w.pool).ResolveWhere(w.ctx, q) // the tool does this lookup on every call
+	q, err := recordquery.Resolve(w.ctx, w.pool, q) // the tool does this lookup on every call
 	if err != nil {
 		b.Fatal(err)
 	}
-	where, sqlArgs := postgres.RecordQuerySQL(q)
-	order := postgres.RecordOrder(q)
+	where, sqlArgs := recordquery.Where(q)
+	order := recordquery.Order(q)
 	for range 3 { // warm the caches and the connection pool on both sides
 		w.invoke(b, tool, args)
 		w.rawSQL(b, q, where, sqlArgs, order)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/postgres/recordquery"
 	"github.com/guildsai/guilds/orchestrator/tools/records"
 )
 
@@ -113,7 +114,7 @@ func TestNarrowingKeepsEveryMatch(t *testing.T) {
 		if len(problems) > 0 {
 			t.Fatalf("where %s: %v", where, problems)
 		}
-		q, err := store.ResolveWhere(w.ctx, q)
+		q, err := recordquery.Resolve(w.ctx, w.pool, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestNarrowingKeepsEveryMatch(t *testing.T) {
 // matchingIDs runs a prepared query's WHERE directly and returns the ids it selects, sorted.
 func matchingIDs(t *testing.T, w *world, q orchestrator.RecordQuery) []string {
 	t.Helper()
-	where, args := postgres.RecordQuerySQL(q)
+	where, args := recordquery.Where(q)
 	rows, err := w.pool.Query(w.ctx, "SELECT r.id FROM records r WHERE "+where+" ORDER BY r.id", args...)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/postgres/recordquery"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/tools/records"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -510,7 +511,7 @@ func FuzzBuildList(f *testing.F) {
 			if len(q.Where) > records.MaxWhereTerms || q.Limit < 1 || q.Limit > records.MaxLimit {
 				t.Fatalf("accepted %s limit %d: %+v", where, limit, q)
 			}
-			sql, args := postgres.RecordQuerySQL(q)
+			sql, args := recordquery.Where(q)
 			if strings.Count(sql, "$") < len(args) {
 				t.Fatalf("arguments without placeholders: %s %v", sql, args)
 			}

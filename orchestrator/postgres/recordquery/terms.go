@@ -1,4 +1,4 @@
-package postgres
+package recordquery
 
 import (
 	"encoding/binary"
@@ -92,17 +92,17 @@ func orderKey(colType string, v any) (uint64, bool) {
 	return 0, false
 }
 
-// RecordIndex is what the store writes to index one record.
-type RecordIndex struct {
+// Index is what the store writes to index one record.
+type Index struct {
 	Lexemes []string // records.terms
 	Words   []string // the words of its text values as written, sorted: record_vocab
 	Keys    []string // "<column>:<hex key>" of its numbers and datetimes, sorted: record_keys
 }
 
-// RecordTerms returns the index of a record of collection c holding data. The store writes it with
-// every record; it is exported for loaders that write records in bulk.
-func RecordTerms(c orchestrator.Collection, data map[string]any) RecordIndex {
-	var ix RecordIndex
+// Terms returns the index of a record of collection c holding data; the store writes it with
+// every record.
+func Terms(c orchestrator.Collection, data map[string]any) Index {
+	var ix Index
 	size := 0
 	words := map[string]bool{}
 	add := func(lex string) { ix.Lexemes = append(ix.Lexemes, lex); size += len(lex) + 4 }

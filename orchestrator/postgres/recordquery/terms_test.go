@@ -1,4 +1,4 @@
-package postgres
+package recordquery
 
 import (
 	"math"
@@ -45,7 +45,7 @@ func TestOrderKeys(t *testing.T) {
 }
 
 // TestRecordTerms: the lexemes, words and keys of a record, and the unindexed marker.
-func TestRecordTerms(t *testing.T) {
+func TestTerms(t *testing.T) {
 	c := orchestrator.Collection{ID: "art_abcdefghijklmn", Columns: []orchestrator.Column{
 		{Name: "title", Type: orchestrator.ColText}, {Name: "n", Type: orchestrator.ColNumber},
 		{Name: "at", Type: orchestrator.ColDatetime}, {Name: "ok", Type: orchestrator.ColBoolean},
@@ -53,7 +53,7 @@ func TestRecordTerms(t *testing.T) {
 		{Name: "body", Type: orchestrator.ColText}, {Name: "bad", Type: orchestrator.ColNumber},
 	}}
 	long := strings.Repeat("x", maxTermValue+1)
-	ix := RecordTerms(c, map[string]any{
+	ix := Terms(c, map[string]any{
 		"title": "Fix the Parser, straße!", "n": 2.0, "at": "2026-03-01T09:30:00.000000Z", "ok": true,
 		"ref": "T-1", "tags": []any{"a b", "c"}, "body": "short " + long, "bad": "not a number",
 	})
@@ -88,7 +88,7 @@ func TestRecordTerms(t *testing.T) {
 	for i := range 40000 {
 		many = append(many, strings.Repeat(string(rune('a'+i%26)), 3)+hexKey(uint64(i)))
 	}
-	ix = RecordTerms(c, map[string]any{"tags": many})
+	ix = Terms(c, map[string]any{"tags": many})
 	size := 0
 	for _, l := range ix.Lexemes {
 		size += len(l) + 4
