@@ -18,6 +18,7 @@ import (
 
 	"github.com/guildsai/guilds/helpers/guilds-browser/internal/ariatree"
 	"github.com/guildsai/guilds/helpers/guilds-browser/internal/daemon"
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
 	"github.com/mxschmitt/playwright-go"
@@ -542,27 +543,10 @@ func eval(ctx context.Context, s *Session, c *daemon.Call, args any) (envelope.R
 	return envelope.Reply{Text: js}, nil
 }
 
-// writeAtomic writes b to path through a temporary file and a rename, so readers never see half a file.
+// writeAtomic writes b to path, creating its folder, so readers never see half a file.
 func writeAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, b, 0o600)
 }

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -118,11 +119,7 @@ func (d Driver) Shim(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
-		return "", fmt.Errorf("write the driver shim: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(src), 0o600); err != nil {
 		return "", fmt.Errorf("write the driver shim: %w", err)
 	}
 	return path, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
@@ -84,7 +85,7 @@ func Edit(ctx context.Context, c *runs.Call) envelope.Reply {
 		times = -1
 	}
 	updated := strings.Replace(content, old, repl, times)
-	if err := runs.WriteFileAtomic(t.real, []byte(updated), fi.Mode().Perm()); err != nil {
+	if err := atomicfile.WriteFile(t.real, []byte(updated), fi.Mode().Perm()); err != nil {
 		return argError("file_edit", fmt.Errorf("%s was left unchanged: %w", t.shown, err))
 	}
 	added, removed := lineChanges(content, updated)

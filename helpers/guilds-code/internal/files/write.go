@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
@@ -58,7 +59,7 @@ func Write(ctx context.Context, c *runs.Call) envelope.Reply {
 		return argError("file_write", fmt.Errorf("create the folders of %s: %w", t.shown, err))
 	}
 	content := *a.Content
-	if err := runs.WriteFileAtomic(t.real, []byte(content), mode); err != nil {
+	if err := atomicfile.WriteFile(t.real, []byte(content), mode); err != nil {
 		return argError("file_write", fmt.Errorf("%s was left unchanged: %w", t.shown, err))
 	}
 	added, removed := lineChanges(old, content)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/guildsai/guilds/shared/atomicfile"
 )
 
 // DefaultBudget is how long a graph call may spend bringing the graph up to date (the spec's 11 minutes).
@@ -451,30 +453,17 @@ func lock(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-// writeAtomic replaces path with what write produces, through a temporary file in the same folder.
+// writeAtomic replaces path with what write produces (buffered), through atomicfile.
 func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".graph-*.tmp")
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("write graph: %w", err)
-	}
-	name := tmp.Name()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("write graph: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write graph: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("replace graph: %w", err)
 	}
 	return nil
 }

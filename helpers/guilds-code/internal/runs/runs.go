@@ -7,16 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/places"
 )
@@ -104,7 +101,7 @@ func (c *Call) SetCwd(dir string) error {
 	if err := c.Open(); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(c.Dir(), "cwd"), []byte(dir+"\n"), 0o644)
+	return atomicfile.WriteFile(filepath.Join(c.Dir(), "cwd"), []byte(dir+"\n"), 0o644)
 }
 
 // ErrOutside is returned for a path that resolves outside the workspace.
@@ -293,96 +290,4 @@ func fieldList(v any) string {
 		return "no arguments"
 	}
 	return strings.Join(names, ", ")
-}
-
-// WriteFileAtomic replaces path with data through a temporary file in the same folder, so a
-// reader sees the old or the new content and never a mix. The data is written into an unnamed
-// file (O_TMPFILE) that is given a name only to be renamed over path, so a process killed
-// mid-write leaves nothing behind; where the file system lacks O_TMPFILE it falls back to a
-// named temporary file, and the next write to path removes any its dead writer left.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	removeStaleTemps(dir, base)
-	tmp := filepath.Join(dir, fmt.Sprintf(".%s.guilds-tmp-%d-%d", base, os.Getpid(), rand.Uint32()))
-	f, err := os.OpenFile(dir, os.O_WRONLY|unix.O_TMPFILE, 0o600)
-	if err != nil {
-		return writeNamedTemp(path, tmp, data, mode)
-	}
-	defer f.Close()
-	if err := fill(f, path, data, mode); err != nil {
-		return err
-	}
-	proc := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-	if err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
-		return writeNamedTemp(path, tmp, data, mode)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	return nil
-}
-
-func fill(f *os.File, path string, data []byte, mode fs.FileMode) error {
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("chmod %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeNamedTemp is WriteFileAtomic through a named temporary file.
-func writeNamedTemp(path, tmp string, data []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := fill(f, path, data, mode); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	ok = true
-	return nil
-}
-
-// removeStaleTemps deletes temporary files for base in dir whose writing process is gone.
-func removeStaleTemps(dir, base string) {
-	prefix := "." + base + ".guilds-tmp-"
-	names, _ := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"*"))
-	for _, name := range names {
-		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(name), prefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			os.Remove(name)
-		}
-	}
-}
-
-// globEscape quotes the pattern characters of filepath.Match in s.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -1,34 +1,17 @@
 package runs
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/guildsai/guilds/shared/envelope"
 )
-
-// TestMain doubles as the writer process TestWriteFileAtomicKilled kills mid-write.
-func TestMain(m *testing.M) {
-	if path := os.Getenv("RUNS_TEST_WRITER"); path != "" {
-		data := bytes.Repeat([]byte("new content line\n"), 8<<20/17)
-		fmt.Println("ready")
-		if err := WriteFileAtomic(path, data, 0o640); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
 
 // newCall builds a call in a fresh workspace whose real path has no links in it.
 func newCall(t testing.TB) *Call {
@@ -307,131 +290,4 @@ func TestOpenPrunes(t *testing.T) {
 	if _, err := os.Stat(c.Dir()); err != nil {
 		t.Fatalf("the new run folder was pruned: %v", err)
 	}
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f.sh")
-	mustWrite(t, path, "old\n")
-	for _, mode := range []os.FileMode{0o755, 0o600, 0o444} {
-		if err := WriteFileAtomic(path, []byte("new\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != mode {
-			t.Fatalf("mode %v, want %v", fi.Mode().Perm(), mode)
-		}
-	}
-	// A stale temporary file of a dead writer is removed; a live writer's is kept.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	stale := filepath.Join(dir, fmt.Sprintf(".f.sh.guilds-tmp-%d-1", dead.Process.Pid))
-	live := filepath.Join(dir, fmt.Sprintf(".f.sh.guilds-tmp-%d-2", os.Getpid()))
-	mustWrite(t, stale, "x")
-	mustWrite(t, live, "x")
-	if err := WriteFileAtomic(path, []byte("newer\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Fatal("stale temporary file was kept")
-	}
-	if _, err := os.Stat(live); err != nil {
-		t.Fatal("a live writer's temporary file was removed")
-	}
-	os.Remove(live)
-	// A missing folder is an error that names the file, and leaves nothing.
-	if err := WriteFileAtomic(filepath.Join(dir, "no", "x"), []byte("x"), 0o644); err == nil {
-		t.Fatal("write into a missing folder succeeded")
-	}
-	assertOnly(t, dir, "f.sh")
-}
-
-// TestWriteFileAtomicKilled kills a writer of a large file at different moments: the target
-// holds the old or the new content, never a mix, and no temporary file stays.
-func TestWriteFileAtomicKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills writer processes; skipped in -short")
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "big.txt")
-	newContent := bytes.Repeat([]byte("new content line\n"), 8<<20/17)
-	sawOld, sawNew := false, false
-	for i, delay := range []time.Duration{0, 1, 2, 4, 6, 10, 15, 25, 40, 80} {
-		mustWrite(t, path, "old\n")
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "RUNS_TEST_WRITER="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 6)
-		if _, err := out.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(delay * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case string(got) == "old\n":
-			sawOld = true
-		case bytes.Equal(got, newContent):
-			sawNew = true
-		default:
-			t.Fatalf("kill %d after %v: target holds %d bytes, neither old nor new content", i, delay*time.Millisecond, len(got))
-		}
-		assertOnly(t, dir, "big.txt")
-	}
-	t.Logf("saw old content: %v, new content: %v", sawOld, sawNew)
-}
-
-func assertOnly(t *testing.T, dir string, names ...string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if strings.Join(got, ",") != strings.Join(names, ",") {
-		t.Fatalf("%s holds %v, want only %v", dir, got, names)
-	}
-}
-
-// TestWriteNamedTemp covers the fallback for file systems without O_TMPFILE.
-func TestWriteNamedTemp(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f")
-	mustWrite(t, path, "old")
-	if err := writeNamedTemp(path, filepath.Join(dir, ".f.guilds-tmp-1-1"), []byte("new"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(path)
-	fi, _ := os.Stat(path)
-	if string(got) != "new" || fi.Mode().Perm() != 0o640 {
-		t.Fatalf("content %q mode %v", got, fi.Mode().Perm())
-	}
-	// A temporary name already taken is an error that leaves the target alone.
-	mustWrite(t, filepath.Join(dir, ".f.guilds-tmp-1-2"), "other")
-	if err := writeNamedTemp(path, filepath.Join(dir, ".f.guilds-tmp-1-2"), []byte("x"), 0o644); err == nil {
-		t.Fatal("write through a taken temporary name succeeded")
-	}
-	if got, _ := os.ReadFile(path); string(got) != "new" {
-		t.Fatalf("target changed to %q", got)
-	}
-	os.Remove(filepath.Join(dir, ".f.guilds-tmp-1-2"))
-	assertOnly(t, dir, "f")
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/proc"
 	"github.com/guildsai/guilds/shared/shape"
@@ -108,7 +109,7 @@ func allocate(runDir string, j job) (job, error) {
 	}
 	j.ID = "b" + strconv.Itoa(n)
 	b, _ := json.Marshal(j)
-	if err := runs.WriteFileAtomic(jobPath(runDir, j.ID, ".json"), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(jobPath(runDir, j.ID, ".json"), b, 0o644); err != nil {
 		return j, err
 	}
 	return j, nil
@@ -262,7 +263,7 @@ func supervise(state string) int {
 		NewSession: true,
 		Started: func(pid int) {
 			rec, _ := json.Marshal(pidRecord{Supervisor: self, StartTime: startTime, Group: pid})
-			if err := runs.WriteFileAtomic(jobPath(runDir, j.ID, ".pid"), rec, 0o644); err != nil {
+			if err := atomicfile.WriteFile(jobPath(runDir, j.ID, ".pid"), rec, 0o644); err != nil {
 				report("error: " + err.Error())
 				return
 			}
@@ -290,7 +291,7 @@ func supervise(state string) int {
 
 func writeExit(runDir, id string, rec exitRecord) error {
 	b, _ := json.Marshal(rec)
-	return runs.WriteFileAtomic(jobPath(runDir, id, ".exit"), b, 0o644)
+	return atomicfile.WriteFile(jobPath(runDir, id, ".exit"), b, 0o644)
 }
 
 // procStartTime is the start time of a live pid in clock ticks since boot (field 22 of its

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
+	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/proc"
 	"github.com/guildsai/guilds/shared/shape"
@@ -259,7 +260,7 @@ func bashEnvFile(runDir string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := runs.WriteFileAtomic(path, []byte(bashEnvScript), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(bashEnvScript), 0o644); err != nil {
 		return "", err
 	}
 	return path, nil
