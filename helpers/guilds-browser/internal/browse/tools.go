@@ -21,6 +21,7 @@ import (
 	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -33,12 +34,12 @@ type tool struct {
 
 var tools = map[string]tool{
 	"browser_navigate":   {parse: parseArgs[navigateArgs], run: navigate},
-	"browser_snapshot":   {parse: parseArgs[struct{}], run: snapshot, readOnly: true},
+	"browser_snapshot":   {parse: parseArgs[toolspec.BrowserSnapshotArgs], run: snapshot, readOnly: true},
 	"browser_click":      {parse: parseArgs[locatorArgs], run: click},
 	"browser_type":       {parse: parseArgs[typeArgs], run: typeText},
 	"browser_fill":       {parse: parseArgs[fillArgs], run: fill},
 	"browser_scroll":     {parse: parseArgs[scrollArgs], run: scroll},
-	"browser_screenshot": {parse: parseArgs[struct{}], run: screenshot, readOnly: true},
+	"browser_screenshot": {parse: parseArgs[toolspec.BrowserScreenshotArgs], run: screenshot, readOnly: true},
 	"browser_eval":       {parse: parseArgs[evalArgs], run: eval},
 }
 
@@ -69,9 +70,10 @@ func parseArgs[T any](raw json.RawMessage) (any, error) {
 	return &a, nil
 }
 
-type navigateArgs struct {
-	URL string `json:"url"`
-}
+// The argument types below decode a call's args into toolspec's struct, which each embeds, and
+// keep what check parsed from it.
+
+type navigateArgs struct{ toolspec.BrowserNavigateArgs }
 
 func (a *navigateArgs) check() error {
 	a.URL = strings.TrimSpace(a.URL)
@@ -92,16 +94,15 @@ func (a *navigateArgs) check() error {
 }
 
 type locatorArgs struct {
-	Locator string `json:"locator"`
-	loc     ariatree.Locator
+	toolspec.BrowserClickArgs
+	loc ariatree.Locator
 }
 
 func (a *locatorArgs) check() (err error) { a.loc, err = ariatree.ParseLocator(a.Locator); return err }
 
 type typeArgs struct {
-	Locator string `json:"locator"`
-	Text    string `json:"text"`
-	loc     ariatree.Locator
+	toolspec.BrowserTypeArgs
+	loc ariatree.Locator
 }
 
 func (a *typeArgs) check() (err error) {
@@ -113,9 +114,8 @@ func (a *typeArgs) check() (err error) {
 }
 
 type fillArgs struct {
-	Locator string  `json:"locator"`
-	Value   *string `json:"value"`
-	loc     ariatree.Locator
+	toolspec.BrowserFillArgs
+	loc ariatree.Locator
 }
 
 func (a *fillArgs) check() (err error) {
@@ -127,9 +127,8 @@ func (a *fillArgs) check() (err error) {
 }
 
 type scrollArgs struct {
-	Direction string `json:"direction"`
-	Target    string `json:"target,omitempty"`
-	loc       *ariatree.Locator
+	toolspec.BrowserScrollArgs
+	loc *ariatree.Locator
 }
 
 func (a *scrollArgs) check() error {
@@ -151,9 +150,7 @@ func (a *scrollArgs) check() error {
 	return nil
 }
 
-type evalArgs struct {
-	Script string `json:"script"`
-}
+type evalArgs struct{ toolspec.BrowserEvalArgs }
 
 func (a *evalArgs) check() error {
 	if strings.TrimSpace(a.Script) == "" {

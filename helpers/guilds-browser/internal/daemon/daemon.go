@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 // DefaultIdle is how long the daemon waits for a call before it exits (GUILDS_BROWSER_IDLE overrides it).
 const DefaultIdle = 10 * time.Minute
 
-// CallTimeout bounds one tool call end to end.
-const CallTimeout = 60 * time.Second
+// CallTimeout bounds one tool call end to end (toolspec holds it).
+const CallTimeout = toolspec.BrowserCallTimeout
 
 // Call is what the client hands the daemon: the request plus the places it was made with.
 type Call struct {

@@ -10,21 +10,15 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
-
-type editArgs struct {
-	Path       string  `json:"path"`
-	OldString  *string `json:"old_string"`
-	NewString  *string `json:"new_string"`
-	ReplaceAll bool    `json:"replace_all"`
-}
 
 // Edit is file_edit: it replaces an exact string (every occurrence with replace_all) and
 // writes the file atomically, keeping its mode and its line endings. A missing or ambiguous
 // old_string changes nothing and the error says where the near matches or the matches are.
 // Meta: path, lines_added, lines_removed, content_hash.
 func Edit(ctx context.Context, c *runs.Call) envelope.Reply {
-	var a editArgs
+	var a toolspec.FileEditArgs
 	if err := c.DecodeArgs(&a); err != nil {
 		return argError("file_edit", err)
 	}

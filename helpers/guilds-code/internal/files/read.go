@@ -15,26 +15,21 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
-// Limits of file_read from the spec.
+// Limits of file_read from the spec (toolspec holds them).
 const (
-	DefaultLimit = 200 // lines returned when limit is omitted
-	MaxLimit     = 500 // largest limit accepted
-	MaxLineChars = 400 // longer lines are clipped
+	DefaultLimit = toolspec.FileReadDefaultLimit // lines returned when limit is omitted
+	MaxLimit     = toolspec.FileReadMaxLimit     // largest limit accepted
+	MaxLineChars = toolspec.FileReadMaxLineChars // longer lines are clipped
 )
-
-type readArgs struct {
-	Path   string `json:"path"`
-	Offset *int   `json:"offset"`
-	Limit  *int   `json:"limit"`
-}
 
 // Read is file_read: numbered lines of a file under a "<path> · lines a–b of n" header, clipped
 // to the helper's byte cap, or one line pointing at an earlier identical read of the same run.
 // Meta: path, range ("a-b"), content_hash, lines (the file's line count), and repeat_of.
 func Read(ctx context.Context, c *runs.Call) envelope.Reply {
-	var a readArgs
+	var a toolspec.FileReadArgs
 	if err := c.DecodeArgs(&a); err != nil {
 		return argError("file_read", err)
 	}

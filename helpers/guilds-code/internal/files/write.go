@@ -11,18 +11,14 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/atomicfile"
 	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
-
-type writeArgs struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
-}
 
 // Write is file_write: it creates or replaces a file with content, creating missing folders,
 // atomically and keeping an existing file's mode. Meta: path, lines_added, lines_removed,
 // content_hash.
 func Write(ctx context.Context, c *runs.Call) envelope.Reply {
-	var a writeArgs
+	var a toolspec.FileWriteArgs
 	if err := c.DecodeArgs(&a); err != nil {
 		return argError("file_write", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 // lookup finds the definitions a symbol argument names: a name or Type.method, module.function, a::b.
@@ -110,12 +111,7 @@ func editDistance(a, b string, limit int) int {
 
 // Callers answers code_callers: what references a symbol (in) or what it references (out), to a depth.
 func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
-	var args struct {
-		Symbol    string `json:"symbol"`
-		Direction string `json:"direction"`
-		Depth     *int   `json:"depth"`
-		In        string `json:"in"`
-	}
+	var args toolspec.CodeCallersArgs
 	if err := c.DecodeArgs(&args); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
@@ -129,11 +125,11 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	if dir != "in" && dir != "out" {
 		return envelope.Errorf(nil, "direction %q is not valid: pass in (what references the symbol) or out (what it references)", args.Direction)
 	}
-	depth := 1
+	depth := toolspec.CodeCallersDefaultDepth
 	if args.Depth != nil {
 		depth = *args.Depth
 	}
-	if depth < 1 || depth > 3 {
+	if depth < 1 || depth > toolspec.CodeCallersMaxDepth {
 		return envelope.Errorf(nil, "depth %d is out of range: pass 1, 2 or 3", depth)
 	}
 	r, err := repoFor(c, args.In)

@@ -16,6 +16,7 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 func meta(r *repo, hits int) map[string]any {
@@ -42,9 +43,7 @@ func qualified(s *Symbol) string {
 
 // Map answers code_map: folder clusters with counts and their most referenced symbols, then the most referenced overall.
 func Map(ctx context.Context, c *runs.Call) envelope.Reply {
-	var args struct {
-		Repo string `json:"repo"`
-	}
+	var args toolspec.CodeMapArgs
 	if err := c.DecodeArgs(&args); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
@@ -172,9 +171,7 @@ func noCallsNote(langCount map[string]int) string {
 
 // Outline answers code_outline: every signature of one file with its line span.
 func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
-	var args struct {
-		Path string `json:"path"`
-	}
+	var args toolspec.CodeOutlineArgs
 	if err := c.DecodeArgs(&args); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
@@ -271,21 +268,16 @@ var stopWords = map[string]bool{"the": true, "a": true, "an": true, "of": true, 
 
 // Find answers code_find: symbols and files ranked against a question, weighted by centrality.
 func Find(ctx context.Context, c *runs.Call) envelope.Reply {
-	var args struct {
-		Question string `json:"question"`
-		In       string `json:"in"`
-		Source   bool   `json:"source"`
-		Limit    *int   `json:"limit"`
-	}
+	var args toolspec.CodeFindArgs
 	if err := c.DecodeArgs(&args); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
-	limit := 8
+	limit := toolspec.CodeFindDefaultLimit
 	if args.Limit != nil {
 		limit = *args.Limit
 	}
-	if limit < 1 || limit > 20 {
-		return envelope.Errorf(nil, "limit %d is out of range: pass 1 to 20 (default 8)", limit)
+	if limit < 1 || limit > toolspec.CodeFindMaxLimit {
+		return envelope.Errorf(nil, "limit %d is out of range: pass 1 to %d (default %d)", limit, toolspec.CodeFindMaxLimit, toolspec.CodeFindDefaultLimit)
 	}
 	var qwords []string
 	for _, w := range words(args.Question) {

@@ -14,21 +14,17 @@ import (
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
-// code_match's limit: default and largest.
+// code_match's limit: default and largest (toolspec holds them).
 const (
-	DefaultMatchLimit = 30
-	MaxMatchLimit     = 100
+	DefaultMatchLimit = toolspec.CodeMatchDefaultLimit
+	MaxMatchLimit     = toolspec.CodeMatchMaxLimit
 )
 
-// MatchArgs are code_match's arguments.
-type MatchArgs struct {
-	Pattern string `json:"pattern"`
-	Lang    string `json:"lang"`
-	Path    string `json:"path"`
-	Limit   *int   `json:"limit"`
-}
+// MatchArgs are code_match's arguments, as toolspec defines them.
+type MatchArgs = toolspec.CodeMatchArgs
 
 // Match runs code_match: structural matches of a syntax pattern, never in comments or strings.
 // The language comes from lang, else from each file's extension. The budget bounds the search.

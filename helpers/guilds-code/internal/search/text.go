@@ -15,39 +15,27 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 // DefaultBudget is how long a text or syntax search runs before it returns what it has.
 const DefaultBudget = 60 * time.Second
 
-// The caps of the spec's "Code search" section.
+// The caps of the spec's "Code search" section (toolspec holds them).
 const (
-	FilesCap       = 30  // files mode lists at most this many files
-	ContentLineCap = 40  // content mode shows at most this many lines
-	PerFileCap     = 10  // content mode shows at most this many matches of one file
-	MaxContext     = 5   // content mode's largest context
-	MaxTextLimit   = 40  // limit is 1 to this; it lowers a mode's cap and never raises it
-	LineClip       = 300 // a shown line longer than this many characters is clipped
+	FilesCap       = toolspec.CodeSearchFilesCap       // files mode lists at most this many files
+	ContentLineCap = toolspec.CodeSearchContentLineCap // content mode shows at most this many lines
+	PerFileCap     = toolspec.CodeSearchPerFileCap     // content mode shows at most this many matches of one file
+	MaxContext     = toolspec.CodeSearchMaxContext     // content mode's largest context
+	MaxTextLimit   = toolspec.CodeSearchMaxLimit       // limit is 1 to this; it lowers a mode's cap and never raises it
+	LineClip       = toolspec.CodeSearchLineClip       // a shown line longer than this many characters is clipped
 )
 
-// TextArgs are code_search's arguments.
-//
-// limit (1 to 40) lowers the mode's cap and never raises it: files mode lists at most
-// min(limit, 30) files, content mode shows at most min(limit, 40) lines; the cap of 10
-// matches per file stays. Matches are counted as matching lines.
-type TextArgs struct {
-	Pattern    string `json:"pattern"`
-	Path       string `json:"path"`
-	Glob       string `json:"glob"`
-	Mode       string `json:"mode"`
-	Fixed      bool   `json:"fixed"`
-	IgnoreCase bool   `json:"ignore_case"`
-	Context    int    `json:"context"`
-	Limit      *int   `json:"limit"`
-}
+// TextArgs are code_search's arguments, as toolspec defines them.
+type TextArgs = toolspec.CodeSearchArgs
 
-// check validates the arguments and returns the mode and its cap.
-func (a TextArgs) check() (mode string, limit int, err error) {
+// checkText validates the arguments and returns the mode and its cap.
+func checkText(a TextArgs) (mode string, limit int, err error) {
 	if a.Pattern == "" {
 		return "", 0, fmt.Errorf("pattern is empty; pass the text or regular expression to search for")
 	}
@@ -81,7 +69,7 @@ func (a TextArgs) check() (mode string, limit int, err error) {
 
 // Text runs code_search: the budget bounds the whole search.
 func Text(ctx context.Context, c *runs.Call, a TextArgs, budget time.Duration) envelope.Reply {
-	mode, limit, err := a.check()
+	mode, limit, err := checkText(a)
 	if err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/proc"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
-// Timeout bounds of the shell tool, in seconds.
+// Timeout bounds of the shell tool, in seconds (toolspec holds them).
 const (
-	DefaultTimeout = 120
-	MaxTimeout     = 600
+	DefaultTimeout = toolspec.ShellDefaultTimeout
+	MaxTimeout     = toolspec.ShellMaxTimeout
 )
 
 // Variables the helper uses to talk to the shell it starts; they are not passed on further.
@@ -31,13 +32,6 @@ const (
 	cwdFileEnv  = "GUILDS_CWD_FILE"
 	userBashEnv = "GUILDS_USER_BASH_ENV"
 )
-
-// shellArgs are the shell tool's arguments.
-type shellArgs struct {
-	Command        *string `json:"command"`
-	TimeoutSeconds *int    `json:"timeout_seconds"`
-	Background     *bool   `json:"background"`
-}
 
 // request is a validated shell call.
 type request struct {
@@ -48,7 +42,7 @@ type request struct {
 }
 
 func parseShellArgs(c *runs.Call) (request, error) {
-	var a shellArgs
+	var a toolspec.ShellArgs
 	if err := c.DecodeArgs(&a); err != nil {
 		return request{}, err
 	}

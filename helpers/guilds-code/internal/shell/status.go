@@ -19,16 +19,11 @@ import (
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/proc"
 	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 // StatusLines is how many of a background command's last log lines shell_status shows.
-const StatusLines = 40
-
-// statusArgs are shell_status's arguments.
-type statusArgs struct {
-	ID   *string `json:"id"`
-	Stop *bool   `json:"stop"`
-}
+const StatusLines = toolspec.ShellStatusLines
 
 // status is what is known of one background command.
 type status struct {
@@ -40,7 +35,7 @@ type status struct {
 
 // Status runs the shell_status tool.
 func Status(ctx context.Context, c *runs.Call) envelope.Reply {
-	var a statusArgs
+	var a toolspec.ShellStatusArgs
 	if err := c.DecodeArgs(&a); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
