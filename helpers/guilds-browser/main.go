@@ -1,4 +1,5 @@
-// Command guilds-browser runs one browser tool call against the sandbox's live Chromium (PROTOCOL.md).
+// Command guilds-browser runs one browser tool call against the sandbox's live Chromium
+// (PROTOCOL.md); its other mode, `guilds-browser --daemon`, is the warm per-sandbox daemon.
 package main
 
 import (

@@ -1,4 +1,5 @@
-// Command guilds-code runs one code tool call in the sandbox (PROTOCOL.md).
+// Command guilds-code runs one code tool call in the sandbox (PROTOCOL.md); its other mode,
+// `guilds-code --supervise <state file>`, is a background shell command's supervisor.
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Package app decodes a guilds-browser invocation and hands it to the warm per-sandbox daemon,
-// or, in the hidden --daemon mode, is that daemon.
+// Package app is guilds-browser's table of tools and modes, which the shared runner runs: each
+// call goes to the warm per-sandbox daemon, and the --daemon mode is that daemon.
 package app
 
 import (
@@ -17,41 +17,51 @@ import (
 	"github.com/guildsai/guilds/helpers/guilds-browser/internal/daemon"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/places"
-	"github.com/guildsai/guilds/shared/shape"
+	"github.com/guildsai/guilds/shared/runner"
 )
 
-// Main runs one invocation and returns the exit status: 0 whenever an envelope was written.
-func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if len(args) == 1 {
-		switch args[0] {
-		case "-h", "--help":
-			fmt.Fprintln(stdout, "usage: guilds-browser <base64 request JSON> | --request-file <path>")
-			return 0
-		case "--daemon":
-			return serve(ctx, stderr)
-		}
-	}
-	req, err := envelope.ParseInvocation(args, places.RunDir())
-	if err != nil {
-		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
-	}
-	if err := browse.Check(req.Tool, req.Args); err != nil {
-		return write(stdout, stderr, envelope.Errorf(nil, "%v", err))
-	}
-	call := daemon.Call{Req: req, Home: places.Home(), Max: places.ResultMax(), CDPURL: places.CDPURL()}
-	reply, err := daemon.Do(ctx, daemon.PathsFor(places.RunDir()), self(), call)
-	if err != nil {
-		reply = envelope.Errorf(nil, "%s: %v", req.Tool, err)
-	}
-	reply.Text = capText(reply.Text, call.Max)
-	reply.Error = capText(reply.Error, call.Max)
-	return write(stdout, stderr, reply)
+// helper is guilds-browser: the eight browser tools (toolspec.Browser), each handed to the warm
+// daemon, and the daemon itself.
+var helper = runner.Helper{
+	Name: "guilds-browser",
+	Tools: map[string]runner.Tool{
+		"browser_navigate":   {Run: call},
+		"browser_snapshot":   {Run: call},
+		"browser_click":      {Run: call},
+		"browser_type":       {Run: call},
+		"browser_fill":       {Run: call},
+		"browser_scroll":     {Run: call},
+		"browser_screenshot": {Run: call},
+		"browser_eval":       {Run: call},
+	},
+	Modes: map[string]runner.Mode{
+		// The warm per-sandbox daemon, as the first call starts it.
+		"--daemon": {Run: func(_ []string, _, stderr io.Writer) int { return serve(stderr) }},
+	},
 }
 
-// serve is the daemon: one Playwright session, serving calls until the quiet period passes.
-func serve(ctx context.Context, stderr io.Writer) int {
+// Main runs one invocation and returns the exit status: 0 whenever an envelope was written.
+// `guilds-browser --daemon` is the daemon instead.
+func Main(args []string, stdout, stderr io.Writer) int { return helper.Main(args, stdout, stderr) }
+
+// call checks the call's arguments, then hands it to the daemon, starting the daemon if none runs.
+func call(ctx context.Context, c runner.Call) envelope.Reply {
+	if err := browse.Check(c.Req.Tool, c.Req.Args); err != nil {
+		return envelope.Errorf(nil, "%v", err)
+	}
+	dc := daemon.Call{Req: c.Req, Home: c.Home, Max: c.Max, CDPURL: places.CDPURL()}
+	reply, err := daemon.Do(ctx, daemon.PathsFor(c.RunDir), self(), dc)
+	if err != nil {
+		return envelope.Errorf(nil, "%s: %v", c.Req.Tool, err)
+	}
+	return reply
+}
+
+// serve is the daemon: one Playwright session, serving calls until the quiet period passes or
+// SIGTERM or SIGINT comes.
+func serve(stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	p := daemon.PathsFor(places.RunDir())
 	logf := os.Stderr // the starter points it at the daemon log
 
@@ -80,21 +90,4 @@ func self() string {
 	}
 	exe, _ := os.Executable()
 	return exe
-}
-
-// capText is the last guard on the helper's byte cap; tools shape their own text to fit first.
-func capText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const note = "\n… [result cut at the helper's byte cap]"
-	return shape.Prefix(s, max-len(note)) + note
-}
-
-func write(stdout, stderr io.Writer, r envelope.Reply) int {
-	if _, err := fmt.Fprintln(stdout, envelope.EncodeReply(r)); err != nil {
-		fmt.Fprintf(stderr, "guilds-browser: write envelope: %v\n", err)
-		return 1
-	}
-	return 0
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
-func init() {
-	register(map[string]Handler{"code_search": codeSearch, "code_match": codeMatch})
-}
-
 // codeSearch is code_search: text search in files or content mode (symbols comes from the graph).
 func codeSearch(ctx context.Context, c *runs.Call) envelope.Reply {
 	var a search.TextArgs

@@ -26,9 +26,9 @@ import (
 	"github.com/guildsai/guilds/shared/shape"
 )
 
-// superviseEnv, when set, makes a guilds-code process the supervisor of the background command
-// whose state file it names (see MaybeSupervise).
-const superviseEnv = "GUILDS_SHELL_SUPERVISE"
+// SuperviseArg, followed by a background command's state file, makes guilds-code that command's
+// supervisor (see Supervise): the shell tool starts it as `guilds-code --supervise <state file>`.
+const SuperviseArg = "--supervise"
 
 // startWait bounds how long the shell tool waits for a supervisor to report its command started.
 const startWait = 10 * time.Second
@@ -178,8 +178,7 @@ func launch(ctx context.Context, runDir string, j job) error {
 		return fmt.Errorf("pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), superviseEnv+"="+jobPath(runDir, j.ID, ".json"))
+	cmd := exec.Command(exe, SuperviseArg, jobPath(runDir, j.ID, ".json"))
 	cmd.Dir = j.Dir
 	cmd.ExtraFiles = []*os.File{pw} // fd 3: the readiness line
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -202,19 +201,9 @@ func launch(ctx context.Context, runDir string, j job) error {
 	}
 }
 
-// MaybeSupervise turns this process into a background command's supervisor when it was started
-// as one (GUILDS_SHELL_SUPERVISE names the command's state file): it runs the command and exits.
-// Otherwise it returns at once; guilds-code calls it first thing.
-func MaybeSupervise() {
-	state := os.Getenv(superviseEnv)
-	if state == "" {
-		return
-	}
-	os.Exit(supervise(state))
-}
-
-// supervise runs the background command of the state file, reporting on fd 3 once it runs.
-func supervise(state string) int {
+// Supervise is guilds-code's supervisor mode (SuperviseArg): it runs the background command of
+// the state file, reporting on fd 3 once it runs, records its exit and returns the exit status.
+func Supervise(state string) int {
 	// fd 3 is the readiness pipe; the command must not inherit it.
 	unix.CloseOnExec(3)
 	ready := os.NewFile(3, "ready")

@@ -216,7 +216,7 @@ func commandEnv(c *runs.Call, extra map[string]string) []string {
 	env := make([]string, 0, len(os.Environ())+len(set)+1)
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if _, over := set[k]; over || k == superviseEnv || k == proc.TokenEnv || k == cwdFileEnv || k == userBashEnv {
+		if _, over := set[k]; over || k == proc.TokenEnv || k == cwdFileEnv || k == userBashEnv {
 			if k == "BASH_ENV" && v != "" && extra["BASH_ENV"] != "" {
 				env = append(env, userBashEnv+"="+v)
 			}

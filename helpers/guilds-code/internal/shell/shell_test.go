@@ -21,7 +21,10 @@ import (
 const helperEnv = "GUILDS_SHELL_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	MaybeSupervise()
+	// The shell tool starts background supervisors as this binary with SuperviseArg.
+	if len(os.Args) == 3 && os.Args[1] == SuperviseArg {
+		os.Exit(Supervise(os.Args[2]))
+	}
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain(os.Args[1:]))
 	}
