@@ -4,8 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/guildsai/guilds/shared/envelope"
 )
 
 // Id prefixes of the objects the orchestrator creates.
@@ -17,11 +18,9 @@ const (
 	PrefixCall  = "call"
 )
 
-// idPattern is what every id must match: safe as a helper run or call id and as a path segment.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidID reports whether id is safe as a helper run/call id ([A-Za-z0-9_-]{1,64}).
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+// ValidID reports whether id is safe as a helper run/call id and as a path segment: the
+// protocol's id rule, [A-Za-z0-9_-]{1,64}, which shared/envelope holds.
+func ValidID(id string) bool { return envelope.ValidID(id) }
 
 // idAlphabet is lowercase base32 without padding-prone letters: ids read well in logs and URLs.
 const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
