@@ -4,13 +4,13 @@ package browser
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/shared/toolspec"
 )
 
 // HelperTimeout bounds one guilds-browser process: each call has a 60-second timeout in the
@@ -23,22 +23,24 @@ type Tools struct {
 	Browsers *sandbox.Browsers // starts each agent's Chromium; its CDP URL reaches the helper as GUILDS_CDP_URL
 }
 
-// Names lists the eight browser tools.
-var Names = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type",
-	"browser_fill", "browser_scroll", "browser_screenshot", "browser_eval"}
+// Names lists the eight browser tools, in the spec's order.
+var Names = toolspec.Names(toolspec.Browser)
 
-// Register adds the eight browser tools, Family orchestrator.FamilyBrowser. Each call holds the
-// agent's Chromium (started on first use) for its whole length, so the idle stop never ends a
-// browser a call is using.
+// Register adds the eight browser tools as toolspec.Browser defines them (name, description,
+// schema), Family orchestrator.FamilyBrowser. Each call holds the agent's Chromium (started on
+// first use) for its whole length, so the idle stop never ends a browser a call is using.
 func (t *Tools) Register(reg *registry.Registry) error {
 	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.BrowserHelper, Timeout: HelperTimeout,
 		Env: func(ctx context.Context, call *registry.Call) ([]string, error) {
 			url, _ := ctx.Value(cdpURL{}).(string)
 			return []string{"GUILDS_CDP_URL=" + url}, nil
 		}}
-	for _, name := range Names {
-		d := decls[name]
-		run := h.Handler(name)
+	for _, spec := range toolspec.Browser {
+		schema, err := spec.Schema()
+		if err != nil {
+			return fmt.Errorf("register %s: %w", spec.Name, err)
+		}
+		run := h.Handler(spec.Name)
 		handler := func(ctx context.Context, call *registry.Call) (string, error) {
 			if t.Browsers == nil {
 				return "", fmt.Errorf("the browser is not available on this orchestrator (no sandbox browser configured)")
@@ -50,9 +52,9 @@ func (t *Tools) Register(reg *registry.Registry) error {
 			defer release()
 			return run(context.WithValue(ctx, cdpURL{}, url), call)
 		}
-		if err := reg.Register(registry.Tool{Name: name, Description: d.desc, Schema: json.RawMessage(d.schema),
+		if err := reg.Register(registry.Tool{Name: spec.Name, Description: spec.Description, Schema: schema,
 			Handler: handler, Family: orchestrator.FamilyBrowser}); err != nil {
-			return fmt.Errorf("register %s: %w", name, err)
+			return fmt.Errorf("register %s: %w", spec.Name, err)
 		}
 	}
 	return nil
@@ -60,49 +62,3 @@ func (t *Tools) Register(reg *registry.Registry) error {
 
 // cdpURL is the context key of the call's Chromium DevTools URL.
 type cdpURL struct{}
-
-type decl struct{ desc, schema string }
-
-const locatorDoc = "An element from the latest browser_snapshot: its ref (e12) or role and name (button \"Save\")."
-
-// decls hold each tool's description and explicit JSON Schema, matching guilds-browser's arguments.
-var decls = map[string]decl{
-	"browser_navigate": {
-		"Open a URL (http, https, file, about or data) in the sandbox's browser and wait for it to load. Each browser call has a 60-second timeout.",
-		`{"type":"object","properties":{"url":{"type":"string","minLength":1,"description":"Full URL, e.g. https://example.com"}},"required":["url"],"additionalProperties":false}`,
-	},
-	"browser_snapshot": {
-		"The current page's accessibility tree, with a ref for each element; click, type and fill take locators from it.",
-		`{"type":"object","properties":{},"additionalProperties":false}`,
-	},
-	"browser_click": {
-		"Click an element of the page, named by a locator from the snapshot.",
-		`{"type":"object","properties":{"locator":{"type":"string","minLength":1,"description":` + jsonString(locatorDoc) + `}},"required":["locator"],"additionalProperties":false}`,
-	},
-	"browser_type": {
-		"Type text at the end of a field, key by key, as a user would (use browser_fill to replace its value).",
-		`{"type":"object","properties":{"locator":{"type":"string","minLength":1,"description":` + jsonString(locatorDoc) + `},"text":{"type":"string","minLength":1,"description":"The keys to type."}},"required":["locator","text"],"additionalProperties":false}`,
-	},
-	"browser_fill": {
-		"Set a field's whole value (\"\" empties it).",
-		`{"type":"object","properties":{"locator":{"type":"string","minLength":1,"description":` + jsonString(locatorDoc) + `},"value":{"type":"string","description":"What the field should hold."}},"required":["locator","value"],"additionalProperties":false}`,
-	},
-	"browser_scroll": {
-		"Move one viewport up, down, left or right in a visible overflow panel when the page has one, otherwise the window; target picks the panel.",
-		`{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"],"description":"Where to scroll."},"target":{"type":"string","description":"Locator of the panel to scroll (default: the page's visible overflow panel, else the window)."}},"required":["direction"],"additionalProperties":false}`,
-	},
-	"browser_screenshot": {
-		"Take a screenshot of the page; it is written to /home/agent/screenshots/latest.jpg.",
-		`{"type":"object","properties":{},"additionalProperties":false}`,
-	},
-	"browser_eval": {
-		"Run JavaScript in the current page as the body of an async function and return its JSON-serializable value (return document.title). Reuse a snippet by writing it to an agent note and reading it back with note_get.",
-		`{"type":"object","properties":{"script":{"type":"string","minLength":1,"description":"Async function body; use return for the value."}},"required":["script"],"additionalProperties":false}`,
-	},
-}
-
-// jsonString encodes s as a JSON string.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
