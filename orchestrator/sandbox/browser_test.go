@@ -104,3 +104,13 @@ func TestBrowserIdleStop(t *testing.T) {
 		})
 	}
 }
+
+// TestUnavailableBrowser: with Chromium missing from PATH, the browser start names it and its
+// install step.
+func TestUnavailableBrowser(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	b := &Browsers{Provider: &Local{Root: t.TempDir(), BinDir: t.TempDir()}}
+	if _, err := b.CDPURL(context.Background(), "agt_1"); err == nil || !IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install chromium") {
+		t.Fatalf("missing chromium: %v", err)
+	}
+}

@@ -55,6 +55,19 @@ type ExecResult struct {
 	OOMKilled int
 }
 
+// StderrLine returns the first non-empty line of Stderr, at most 300 bytes, or def.
+func (r ExecResult) StderrLine(def string) string {
+	for _, l := range strings.Split(string(r.Stderr), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 300 {
+				l = l[:300] + "…"
+			}
+			return l
+		}
+	}
+	return def
+}
+
 // Sandbox is one agent's sandbox.
 type Sandbox interface {
 	// Places are the in-sandbox paths of the workspace and the run folder.
@@ -278,7 +291,7 @@ func (f fileAPI) inside(ctx context.Context, name, script string, stdin []byte, 
 		return fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("%s %s: %s", op, name, firstLine(res.Stderr, fmt.Sprintf("exit status %d", res.ExitCode)))
+		return fmt.Errorf("%s %s: %s", op, name, res.StderrLine(fmt.Sprintf("exit status %d", res.ExitCode)))
 	}
 	return nil
 }
@@ -292,7 +305,7 @@ func (f fileAPI) insideRead(ctx context.Context, name string, out *[]byte) error
 	case res.ExitCode == 3:
 		return fmt.Errorf("read %s: %w", name, fs.ErrNotExist)
 	case res.ExitCode != 0:
-		return fmt.Errorf("read %s: %s", name, firstLine(res.Stderr, fmt.Sprintf("exit status %d", res.ExitCode)))
+		return fmt.Errorf("read %s: %s", name, res.StderrLine(fmt.Sprintf("exit status %d", res.ExitCode)))
 	}
 	if len(res.Stdout) >= maxOutput {
 		return fmt.Errorf("read %s: the file passes the %d bytes one read may take", name, maxOutput)

@@ -10,8 +10,12 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools"
 	"github.com/guildsai/guilds/shared/toolspec"
 )
+
+// Helper is guilds-browser's path in every sandbox.
+const Helper = sandbox.BinDir + "/guilds-browser"
 
 // HelperTimeout bounds one guilds-browser process: each call has a 60-second timeout in the
 // helper, plus the time to start its warm daemon and attach.
@@ -30,7 +34,7 @@ var Names = toolspec.Names(toolspec.Browser)
 // schema), Family orchestrator.FamilyBrowser. Each call holds the agent's Chromium (started on
 // first use) for its whole length, so the idle stop never ends a browser a call is using.
 func (t *Tools) Register(reg *registry.Registry) error {
-	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.BrowserHelper, Timeout: HelperTimeout,
+	h := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout,
 		Env: func(ctx context.Context, call *registry.Call) ([]string, error) {
 			url, _ := ctx.Value(cdpURL{}).(string)
 			return []string{"GUILDS_CDP_URL=" + url}, nil

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools"
+	"github.com/guildsai/guilds/orchestrator/tools/code"
 	"github.com/guildsai/guilds/shared/envelope"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
@@ -78,7 +80,7 @@ func BenchmarkFileReadRoundTrip(b *testing.B) {
 		req := envelope.Request{Tool: "file_read", Args: []byte(fmt.Sprintf(`{"path":"bench/box-%d.txt"}`, i)),
 			RunID: "bench_box", CallID: fmt.Sprintf("b%d", i), Seq: int64(i + 1)}
 		start := time.Now()
-		r, err := sandbox.CallHelper(ctx, box, sandbox.CodeHelper, req, nil, time.Minute)
+		r, err := tools.CallHelper(ctx, box, code.Helper, req, nil, time.Minute)
 		d := time.Since(start)
 		if err != nil || r.Failed() {
 			b.Fatalf("box read: %v %+v", err, r)

@@ -10,8 +10,12 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools"
 	"github.com/guildsai/guilds/shared/toolspec"
 )
+
+// Helper is guilds-code's path in every sandbox.
+const Helper = sandbox.BinDir + "/guilds-code"
 
 // HelperTimeout bounds one guilds-code process: the longest tool limit (a Graft-backed call waits up
 // to 11 minutes; shell at most 600 s plus its 2 s kill grace) plus a margin.
@@ -28,7 +32,7 @@ var Names = toolspec.Names(toolspec.Code)
 // Register adds the eleven code tools as toolspec.Code defines them (name, description, schema),
 // Family orchestrator.FamilyCode.
 func (t *Tools) Register(reg *registry.Registry) error {
-	h := &sandbox.HelperTools{Provider: t.Sandbox, Helper: sandbox.CodeHelper, Timeout: HelperTimeout}
+	h := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout}
 	for _, spec := range toolspec.Code {
 		schema, err := spec.Schema()
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools"
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
@@ -289,7 +290,7 @@ func (t *Tools) Exec(ctx context.Context, c *registry.Call, name string, argumen
 	if req.CallID == "" {
 		req.CallID = orchestrator.NewID(orchestrator.PrefixCall)
 	}
-	reply, err := sandbox.CallHelper(ctx, box, Helper, req, []string{"GUILD_AGENT_ID=" + c.AgentID}, RunTimeout+helperSlack)
+	reply, err := tools.CallHelper(ctx, box, Helper, req, []string{"GUILD_AGENT_ID=" + c.AgentID}, RunTimeout+helperSlack)
 	if err != nil {
 		return "", err
 	}

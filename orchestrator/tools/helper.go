@@ -1,4 +1,7 @@
-package sandbox
+// Package tools is the floor the tool families share (tools/<family> may import it, never each
+// other): HelperTools carries a family's calls to a helper in the calling agent's sandbox, per
+// PROTOCOL.md.
+package tools
 
 import (
 	"context"
@@ -6,17 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/shared/envelope"
-)
-
-// Helper paths inside every sandbox.
-const (
-	CodeHelper    = BinDir + "/guilds-code"
-	BrowserHelper = BinDir + "/guilds-browser"
 )
 
 // HelperError is a tool call the helper could not answer with an envelope (it crashed, printed
@@ -33,12 +30,12 @@ func (e *HelperError) Error() string { return e.Msg }
 // LogDetail returns the detail for the operational log; the runs service logs it redacted.
 func (e *HelperError) LogDetail() string { return e.Detail }
 
-// CallHelper runs one tool call of helper (a sandbox path such as CodeHelper) in box, per
+// CallHelper runs one tool call of helper (its path in the sandbox, e.g. code.Helper) in box, per
 // PROTOCOL.md: the request as base64 on argv, or, when that encoding would pass 64 KiB, the JSON
 // written through the file API to <RunDir>/requests/<call_id>.json and passed with --request-file.
 // It returns the decoded envelope; a failed tool is a Reply with Error set, not an error. An error
 // (a *HelperError when the helper ran but gave no envelope) means the call could not be carried.
-func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Request, env []string, timeout time.Duration) (envelope.Reply, error) {
+func CallHelper(ctx context.Context, box sandbox.Sandbox, helper string, req envelope.Request, env []string, timeout time.Duration) (envelope.Reply, error) {
 	name := path.Base(helper)
 	if err := req.Validate(); err != nil {
 		return envelope.Reply{}, fmt.Errorf("%s request: %w", name, err)
@@ -65,7 +62,7 @@ func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Re
 			_ = box.Remove(rctx, file)
 		}()
 	}
-	res, err := box.Exec(ctx, ExecRequest{Argv: argv, Env: env, Timeout: timeout})
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: argv, Env: env, Timeout: timeout})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return envelope.Reply{}, &HelperError{Msg: fmt.Sprintf("%s did not answer within %s and was stopped", name, timeout), Detail: string(res.Stderr)}
@@ -80,7 +77,7 @@ func CallHelper(ctx context.Context, box Sandbox, helper string, req envelope.Re
 	}
 	if res.ExitCode != 0 {
 		return envelope.Reply{}, &HelperError{
-			Msg:    fmt.Sprintf("%s failed (exit status %d): %s", name, res.ExitCode, firstLine(res.Stderr, "it printed nothing on standard error")),
+			Msg:    fmt.Sprintf("%s failed (exit status %d): %s", name, res.ExitCode, res.StderrLine("it printed nothing on standard error")),
 			Detail: string(res.Stderr),
 		}
 	}
@@ -110,24 +107,11 @@ func oomNote(killed int) string {
 	return fmt.Sprintf("the command ran out of the sandbox's memory limit: the kernel killed %s of it; use less memory at once (smaller inputs, fewer parallel jobs)", what)
 }
 
-// firstLine returns the first non-empty line of b, at most 300 bytes, or def.
-func firstLine(b []byte, def string) string {
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			if len(l) > 300 {
-				l = l[:300] + "…"
-			}
-			return l
-		}
-	}
-	return def
-}
-
 // HelperTools turns helper tool calls into registry handlers: each call opens the calling agent's
 // sandbox and runs the helper there.
 type HelperTools struct {
-	Provider Provider
-	Helper   string        // sandbox path of the helper, e.g. CodeHelper
+	Provider sandbox.Provider
+	Helper   string        // sandbox path of the helper, e.g. code.Helper
 	Timeout  time.Duration // bound on one helper process; the helper enforces the tool's own limits first
 	// Env returns extra environment for a call (GUILD_AGENT_ID is always set); nil adds nothing.
 	// Its error fails the call.

@@ -1,4 +1,4 @@
-package sandbox
+package tools_test
 
 import (
 	"context"
@@ -7,15 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/registry"
-	"github.com/guildsai/guilds/shared/envelope"
-
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
+	"github.com/guildsai/guilds/orchestrator/tools"
+	"github.com/guildsai/guilds/shared/envelope"
 )
 
 // protoHelper is a helper speaking PROTOCOL.md in bash: it answers with the request it read (and
@@ -36,14 +39,51 @@ text=$(printf '%s %s %s' "$how" "$GUILD_AGENT_ID" "${#req}")
 printf '{"text":"%s","meta":{"path":"p","lines":3}}' "$text" | base64 -w0; echo
 `
 
-func protoProviders(t *testing.T) map[string]Provider {
+var (
+	serverOnce sync.Once
+	serverBin  string
+	serverErr  error
+)
+
+// withServer links guilds-sandboxd, which a bubblewrap sandbox runs its calls through, into bin:
+// the one make build put in $GUILDS_BIN_DIR, else a fresh build.
+func withServer(t testing.TB, bin string) {
+	t.Helper()
+	serverOnce.Do(func() {
+		if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+			if _, err := os.Stat(filepath.Join(d, sandbox.ServerName)); err == nil {
+				serverBin = filepath.Join(d, sandbox.ServerName)
+				return
+			}
+		}
+		dir, err := os.MkdirTemp("", "guilds-sandboxd-")
+		if err != nil {
+			serverErr = err
+			return
+		}
+		serverBin = filepath.Join(dir, sandbox.ServerName)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", serverBin, "../cmd/guilds-sandboxd")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			serverErr = fmt.Errorf("build guilds-sandboxd: %v\n%s", err, out)
+		}
+	})
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	if err := os.Symlink(serverBin, filepath.Join(bin, sandbox.ServerName)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func protoProviders(t *testing.T) map[string]sandbox.Provider {
 	t.Helper()
 	bin := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bin, "guilds-proto"), []byte(protoHelper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ps := map[string]Provider{"local": &Local{Root: t.TempDir(), BinDir: bin}}
-	if bw, err := NewBubblewrap(sandboxtest.Root(t), bin, ""); err == nil {
+	ps := map[string]sandbox.Provider{"local": &sandbox.Local{Root: t.TempDir(), BinDir: bin}}
+	if bw, err := sandbox.NewBubblewrap(sandboxtest.Root(t), bin, ""); err == nil {
 		withServer(t, bin)
 		t.Cleanup(func() { bw.Close() })
 		ps["bubblewrap"] = bw
@@ -55,7 +95,7 @@ func TestHelperTools(t *testing.T) {
 	ctx := context.Background()
 	for kind, p := range protoProviders(t) {
 		t.Run(kind, func(t *testing.T) {
-			h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-proto", Timeout: 5 * time.Second}
+			h := &tools.HelperTools{Provider: p, Helper: sandbox.BinDir + "/guilds-proto", Timeout: 5 * time.Second}
 			call := func(tool string, args any) (*registry.Call, string, error) {
 				raw, _ := json.Marshal(args)
 				c := &registry.Call{RunID: "run_1", AgentID: "agt_1", CallID: "call_" + tool, Seq: 3, Args: raw, Meta: map[string]any{"kept": 1}}
@@ -82,7 +122,7 @@ func TestHelperTools(t *testing.T) {
 				{"silent", "guilds-proto printed no valid envelope: helper printed no envelope", "stdout"},
 			} {
 				_, out, err = call(tc.tool, map[string]any{})
-				var he *HelperError
+				var he *tools.HelperError
 				if out != "" || !errors.As(err, &he) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s: %q %v", tc.tool, out, err)
 				}
@@ -103,8 +143,8 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "guilds-e"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &Local{Root: t.TempDir(), BinDir: bin}
-	h := &HelperTools{Provider: p, Helper: BinDir + "/guilds-e", Timeout: 300 * time.Millisecond}
+	p := &sandbox.Local{Root: t.TempDir(), BinDir: bin}
+	h := &tools.HelperTools{Provider: p, Helper: sandbox.BinDir + "/guilds-e", Timeout: 300 * time.Millisecond}
 	c := &registry.Call{RunID: "r", AgentID: "a", CallID: "c", Args: json.RawMessage(`{}`)}
 	if _, err := h.Handler("file_edit")(ctx, c); err == nil || err.Error() != "old_string occurs 3 times" || c.Meta["path"] != "x" {
 		t.Fatalf("reply error: %v %v", err, c.Meta)
@@ -116,7 +156,7 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 		t.Fatalf("timeout: %v after %s", err, time.Since(start))
 	}
 	// A request the protocol refuses never reaches the sandbox.
-	if _, err := CallHelper(ctx, nil, CodeHelper, envelope.Request{Tool: "x", RunID: "bad id", CallID: "c"}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "run_id") {
+	if _, err := tools.CallHelper(ctx, nil, sandbox.BinDir+"/guilds-code", envelope.Request{Tool: "x", RunID: "bad id", CallID: "c"}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "run_id") {
 		t.Fatalf("bad id: %v", err)
 	}
 	// A request file that cannot be written fails the call cleanly.
@@ -129,25 +169,20 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 		t.Fatalf("unwritable request file: %v", err)
 	}
 	// No provider: a clear error.
-	if _, err := (&HelperTools{Helper: CodeHelper}).Handler("shell")(ctx, c); err == nil || !strings.Contains(err.Error(), "GUILDS_SANDBOX") {
+	if _, err := (&tools.HelperTools{Helper: sandbox.BinDir + "/guilds-code"}).Handler("shell")(ctx, c); err == nil || !strings.Contains(err.Error(), "GUILDS_SANDBOX") {
 		t.Fatalf("no provider: %v", err)
 	}
 }
 
-func TestUnavailableSandboxAndBrowser(t *testing.T) {
+// TestUnavailableSandbox: a provider that cannot start a sandbox fails the call with its reason.
+func TestUnavailableSandbox(t *testing.T) {
 	ctx := context.Background()
-	missing := fmt.Errorf("%w: bubblewrap is not installed (apt-get install bubblewrap, or run `make setup`)", ErrUnavailable)
-	h := &HelperTools{Provider: Unavailable{Err: missing}, Helper: CodeHelper}
+	missing := fmt.Errorf("%w: bubblewrap is not installed (apt-get install bubblewrap, or run `make setup`)", sandbox.ErrUnavailable)
+	h := &tools.HelperTools{Provider: sandbox.Unavailable{Err: missing}, Helper: sandbox.BinDir + "/guilds-code"}
 	c := &registry.Call{RunID: "r", AgentID: "a", CallID: "c", Args: json.RawMessage(`{}`)}
 	_, err := h.Handler("shell")(ctx, c)
-	if err == nil || !IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+	if err == nil || !sandbox.IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Fatalf("unavailable sandbox: %v", err)
-	}
-	// Chromium missing from PATH: the browser start names it and its install step.
-	t.Setenv("PATH", t.TempDir())
-	b := &Browsers{Provider: &Local{Root: t.TempDir(), BinDir: t.TempDir()}}
-	if _, err := b.CDPURL(ctx, "agt_1"); err == nil || !IsUnavailable(err) || !strings.Contains(err.Error(), "apt-get install chromium") {
-		t.Fatalf("missing chromium: %v", err)
 	}
 }
 
@@ -163,9 +198,9 @@ func TestRequestFileRemovedWhenHelperDies(t *testing.T) {
 			}
 			bin := ""
 			switch p := p.(type) {
-			case *Local:
+			case *sandbox.Local:
 				bin = p.BinDir
-			case *Bubblewrap:
+			case *sandbox.Bubblewrap:
 				bin = p.BinDir
 			}
 			// guilds-proto-die exits at once; guilds-proto-hang never reads and is stopped. (Both
@@ -178,7 +213,7 @@ func TestRequestFileRemovedWhenHelperDies(t *testing.T) {
 				{"guilds-proto-hang", "did not answer within"},
 			} {
 				req := envelope.Request{Tool: "file_write", Args: big, RunID: "r1", CallID: "c_" + tc.helper[13:], Seq: 1}
-				_, err := CallHelper(ctx, box, BinDir+"/"+tc.helper, req, nil, 500*time.Millisecond)
+				_, err := tools.CallHelper(ctx, box, sandbox.BinDir+"/"+tc.helper, req, nil, 500*time.Millisecond)
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("%s: %v", tc.helper, err)
 				}
