@@ -1,0 +1,294 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// session is one initialised MCP client session of one connection.
+type session struct {
+	p         *Pool
+	id        string // connection id
+	slug      string
+	url       string
+	transport Transport
+	client    *client.Client
+	tr        transport.Interface
+	w         *wire
+	log       *slog.Logger
+	ctx       context.Context // lives as long as the session: the GET stream and cancel notices use it
+	cancel    context.CancelFunc
+	nextID    atomic.Int64
+	lastUsed  atomic.Int64 // unix nanoseconds on the pool's clock
+	inflight  atomic.Int32 // guarded by Pool.mu for the increment that matters (idle close)
+	dead      atomic.Bool  // the event stream of an SSE session broke: the next caller reopens
+	closeOnce sync.Once
+}
+
+// firstRequestID keeps our JSON-RPC ids clear of the ones mcp-go's client numbers from 1.
+const firstRequestID = 1 << 20
+
+// open starts a session on conn, trying the transport that worked last time first and falling
+// back to the other one when the first answers like a server that does not speak it.
+func (p *Pool) open(conn Connection) (*session, error) {
+	u, err := url.Parse(conn.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mcp server %q: the URL is not an http(s) URL", conn.Slug)
+	}
+	order := []Transport{StreamableHTTP, SSE}
+	if conn.Transport == SSE {
+		order = []Transport{SSE, StreamableHTTP}
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.InitTimeout)
+	defer cancel()
+	var errs []error
+	for _, t := range order {
+		s, retry, err := p.start(ctx, conn, u, t)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+		if !retry || ctx.Err() != nil {
+			break
+		}
+		p.log.Info("mcp: trying the other transport", "server", conn.Slug, "connection", conn.ID, "failed", string(t))
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	prefix := fmt.Sprintf("mcp server %q: ", conn.Slug)
+	return nil, &bothFailed{msg: errs[0].Error() + "; then " + strings.TrimPrefix(errs[1].Error(), prefix), errs: errs}
+}
+
+// bothFailed is the error of an open that failed over both transports.
+type bothFailed struct {
+	msg  string
+	errs []error
+}
+
+func (e *bothFailed) Error() string   { return e.msg }
+func (e *bothFailed) Unwrap() []error { return e.errs }
+
+// start opens and initialises one session over t. retry reports whether the answer suggests the
+// server speaks the other transport.
+func (p *Pool) start(ctx context.Context, conn Connection, u *url.URL, t Transport) (s *session, retry bool, err error) {
+	w := newWire(u, conn.Headers, p.cfg.MaxResponseBytes)
+	hc := &http.Client{Transport: &roundTripper{base: p.base, w: w}, CheckRedirect: w.checkRedirect}
+	libLog := slog.New(&scrubHandler{h: p.log.Handler(), w: w, demote: true}).With("server", conn.Slug)
+	sctx, scancel := context.WithCancel(p.ctx)
+	s = &session{
+		p: p, id: conn.ID, slug: conn.Slug, url: conn.URL, transport: t, w: w,
+		log: slog.New(&scrubHandler{h: p.log.Handler(), w: w}).With("server", conn.Slug, "connection", conn.ID),
+		ctx: sctx, cancel: scancel,
+	}
+	s.nextID.Store(firstRequestID)
+	s.touch()
+
+	switch t {
+	case SSE:
+		longest := max(p.cfg.CallTimeout, p.cfg.ListTimeout, p.cfg.InitTimeout)
+		s.tr, err = transport.NewSSE(conn.URL, transport.WithHTTPClient(hc), transport.WithSSELogger(libLog),
+			transport.WithEndpointTimeout(p.cfg.InitTimeout), transport.WithResponseTimeout(longest))
+	default:
+		s.tr, err = transport.NewStreamableHTTP(conn.URL, transport.WithHTTPBasicClient(hc),
+			transport.WithContinuousListening(), transport.WithHTTPLogger(libLog))
+	}
+	if err != nil {
+		scancel()
+		return nil, false, fmt.Errorf("mcp server %q: %s transport: %s", conn.Slug, t, w.clean(err.Error()))
+	}
+	s.client = client.NewClient(s.tr, client.WithProtocolVersion(mcpgo.LATEST_LEGACY_PROTOCOL_VERSION))
+	s.client.OnNotification(s.notify)
+	if t == SSE {
+		s.client.OnConnectionLost(s.lost)
+	}
+
+	pr := &probe{}
+	ictx := context.WithValue(ctx, probeKey{}, pr)
+	// Start gets the session's own context, as the event stream must outlive initialise; while
+	// Start runs (the SSE transport waits there for its endpoint) initialise's deadline ends it.
+	stop := context.AfterFunc(ctx, scancel)
+	err = s.client.Start(sctx)
+	if !stop() {
+		err = errors.Join(err, ctx.Err())
+	}
+	if err == nil {
+		_, err = s.client.Initialize(ictx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{
+			ProtocolVersion: mcpgo.LATEST_LEGACY_PROTOCOL_VERSION,
+			ClientInfo:      mcpgo.Implementation{Name: p.cfg.ClientName, Version: p.cfg.ClientVersion},
+		}})
+	}
+	if err != nil {
+		s.close()
+		st := int(pr.status.Load())
+		rejected := st == http.StatusUnauthorized || st == http.StatusForbidden || errors.Is(err, transport.ErrAuthorizationRequired)
+		retry = !rejected && ctx.Err() == nil &&
+			(t == SSE || errors.Is(err, transport.ErrLegacySSEServer) || st == http.StatusNotFound || st == http.StatusMethodNotAllowed)
+		return nil, retry, s.describe("initialize over "+string(t), err, pr, ctx.Err() != nil && p.ctx.Err() == nil, p.cfg.InitTimeout)
+	}
+	return s, false, nil
+}
+
+// request sends one JSON-RPC request on the session and returns its result. A request whose
+// context ends first is cancelled at the server with notifications/cancelled.
+func (s *session) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := mcpgo.NewRequestId(s.nextID.Add(1))
+	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcpgo.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		if ctx.Err() != nil {
+			s.cancelRequest(id, ctx.Err())
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, &RPCError{Code: resp.Error.Code, Message: s.w.clean(resp.Error.Message)}
+	}
+	if len(resp.Result) == 0 {
+		return nil, errors.New("malformed JSON-RPC response: neither a result nor an error")
+	}
+	return resp.Result, nil
+}
+
+// cancelNoticeTimeout bounds the sending of one notifications/cancelled.
+const cancelNoticeTimeout = 5 * time.Second
+
+// cancelRequest tells the server, off the caller's path, to stop working on request id.
+func (s *session) cancelRequest(id mcpgo.RequestId, cause error) {
+	reason := "cancelled by the client"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		reason = "timed out"
+	}
+	n := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{
+		Method: string(mcpgo.MethodNotificationCancelled),
+		Params: mcpgo.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+	}}
+	s.p.goTracked(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, cancelNoticeTimeout)
+		defer cancel()
+		if err := s.tr.SendNotification(ctx, n); err != nil {
+			s.log.Debug("mcp: notifications/cancelled not delivered", "err", err)
+		}
+	})
+}
+
+// notify handles a server notification: tools/list_changed marks the connection's listing stale,
+// progress and log messages go to the debug log.
+func (s *session) notify(n mcpgo.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcpgo.MethodNotificationToolsListChanged):
+		s.p.markChanged(s.id)
+		s.log.Debug("mcp: tools/list_changed")
+	case "notifications/progress":
+		f := n.Params.AdditionalFields
+		s.log.Debug("mcp: progress", "progress", f["progress"], "total", f["total"], "message", f["message"])
+	case "notifications/message":
+		f := n.Params.AdditionalFields
+		s.log.Debug("mcp: server log", "level", f["level"], "data", clip(fmt.Sprint(f["data"]), 500))
+	}
+}
+
+// lost marks an SSE session whose event stream broke, and fails its pending requests now rather
+// than at their deadlines.
+func (s *session) lost(err error) {
+	s.dead.Store(true)
+	s.log.Warn("mcp: event stream lost", "err", err)
+	_ = s.tr.Close()
+}
+
+func (s *session) touch() { s.lastUsed.Store(s.p.cfg.Now().UnixNano()) }
+
+// close ends the session: mcp-go's Close sends the DELETE, through the round tripper, so with the
+// login's credentials.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		_ = s.client.Close()
+		s.cancel()
+	})
+}
+
+// fault is what a failed request says about its session.
+type fault int
+
+const (
+	keep    fault = iota // the session is fine; the error is the call's
+	expired              // the server forgot the session: reopen and retry once
+	broken               // the session cannot be trusted: reopen for the next call
+)
+
+func (s *session) classify(err error, pr *probe) fault {
+	var rpc *RPCError
+	st := int(pr.status.Load())
+	switch {
+	case errors.As(err, &rpc), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return keep
+	case errors.Is(err, transport.ErrSessionTerminated):
+		return expired
+	case s.transport == StreamableHTTP && pr.withSession.Load() && (st == http.StatusNotFound || st == http.StatusBadRequest):
+		return expired
+	case s.transport == SSE && (st == http.StatusNotFound || st == http.StatusBadRequest):
+		return expired
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		return keep
+	case pr.tooLarge.Load() && s.transport == StreamableHTTP:
+		return keep
+	}
+	return broken
+}
+
+// describe turns a failure of op into an error that names the server, says what happened, and
+// carries no credential.
+func (s *session) describe(op string, err error, pr *probe, timedOut bool, limit time.Duration) error {
+	prefix := fmt.Sprintf("mcp server %q: %s", s.slug, op)
+	st := int(pr.status.Load())
+	var rpc *RPCError
+	switch {
+	case pr.tooLarge.Load() || errors.Is(err, ErrTooLarge) || (s.transport == SSE && s.w.overflowed.Load()):
+		return fmt.Errorf("%s: %w: the server sent more than %d bytes", prefix, ErrTooLarge, s.p.cfg.MaxResponseBytes)
+	case timedOut && errors.Is(err, context.DeadlineExceeded):
+		return &remoteError{msg: fmt.Sprintf("%s: timed out after %s", prefix, limit), cause: err}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &remoteError{msg: prefix + ": " + err.Error(), cause: err}
+	case st == http.StatusUnauthorized || st == http.StatusForbidden || errors.Is(err, transport.ErrAuthorizationRequired):
+		if st == 0 {
+			st = http.StatusUnauthorized
+		}
+		return fmt.Errorf("%s: %w (HTTP %d)", prefix, ErrRejected, st)
+	case errors.As(err, &rpc):
+		return fmt.Errorf("%s: %w", prefix, rpc)
+	}
+	return &remoteError{msg: prefix + ": " + s.w.clean(tidy(err.Error())), cause: err}
+}
+
+// tidy drops the layers of mcp-go's wrapping that say nothing.
+func tidy(msg string) string {
+	msg = strings.TrimPrefix(msg, "transport error: ")
+	for strings.Contains(msg, "failed to send request: failed to send request: ") {
+		msg = strings.ReplaceAll(msg, "failed to send request: failed to send request: ", "failed to send request: ")
+	}
+	return msg
+}
+
+// remoteError is an error whose text was scrubbed; errors.Is still sees its cause, but nothing
+// unwraps to the cause's own text.
+type remoteError struct {
+	msg   string
+	cause error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+// Is reports whether the cause is target.
+func (e *remoteError) Is(target error) bool { return errors.Is(e.cause, target) }
