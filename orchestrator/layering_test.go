@@ -29,14 +29,6 @@ const modulePath = "github.com/guildsai/guilds/orchestrator"
 // root only. None today.
 var rulesMayImport = map[string][]string{}
 
-// tolerated is the one arrow the test lets through while it is being moved: sandbox/helper.go
-// adapts registry.Call for the code and browser tools (sandbox.HelperTools), which issue 16 moves
-// to the tools floor. It is tolerated only from those files; once they stop importing registry,
-// the arrow is an error like any other.
-var tolerated = []struct{ from, to, files string }{
-	{"sandbox", "registry", "helper*.go"},
-}
-
 // listed is a package as `go list -json` reports it.
 type listed struct {
 	ImportPath string
@@ -255,12 +247,7 @@ func TestLayering(t *testing.T) {
 			if why == "" {
 				continue
 			}
-			files := importers(t, p, imp)
-			if isTolerated(from, to, files) {
-				t.Logf("tolerated until the HelperTools move lands: %s imports %s (%s)", name(from), name(to), strings.Join(files, ", "))
-				continue
-			}
-			t.Errorf("%s imports %s (%s): %s", name(from), name(to), strings.Join(files, ", "), why)
+			t.Errorf("%s imports %s (%s): %s", name(from), name(to), strings.Join(importers(t, p, imp), ", "), why)
 		}
 		if floor(from) == "httpapi" {
 			checkDataTypesOnly(t, p, byPath)
@@ -361,25 +348,6 @@ func name(r string) string {
 		return "the root package orchestrator"
 	}
 	return r
-}
-
-// isTolerated reports whether the arrow is the tolerated one, made only from its files.
-func isTolerated(from, to string, files []string) bool {
-	for _, tol := range tolerated {
-		if top(from) != tol.from || top(to) != tol.to {
-			continue
-		}
-		all := len(files) > 0
-		for _, f := range files {
-			if ok, _ := filepath.Match(tol.from+"/"+tol.files, f); !ok {
-				all = false
-			}
-		}
-		if all {
-			return true
-		}
-	}
-	return false
 }
 
 // parseFiles parses a package's own (non-test) files.
