@@ -56,7 +56,7 @@ type Config struct {
 	MaxTools         int                                    // the most tools kept of one listing; default 1,000
 	ClientName       string                                 // clientInfo.name sent at initialize; default "guilds"
 	ClientVersion    string                                 // clientInfo.version; default "1"
-	OnOpen           func(connectionID string, t Transport) // called after a session opens, with the transport that worked
+	OnOpen           func(connectionID string, t Transport) // called as a session opens, with the transport that worked; callers wait on it, so keep it short
 }
 
 // Defaults of Config.

@@ -277,6 +277,45 @@ func TestInitTimeout(t *testing.T) {
 	}
 }
 
+func TestListTimeout(t *testing.T) {
+	f := newFake(t)
+	f.setTamper(func(w http.ResponseWriter, r *http.Request, rpc string, id any) bool {
+		if rpc != "tools/list" {
+			return false
+		}
+		<-r.Context().Done()
+		return true
+	})
+	p := newPool(t, Config{ListTimeout: 200 * time.Millisecond}, nil)
+	conn := Connection{ID: "c1", Slug: "slow", URL: f.URL}
+	_, err := p.ListTools(context.Background(), conn)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `mcp server "slow": tools/list: timed out after 200ms`) {
+		t.Fatalf("err = %v", err)
+	}
+	waitFor(t, "notifications/cancelled", func() bool { return len(f.requests("notifications/cancelled")) == 1 })
+}
+
+func TestForgetCloseAndMovedURL(t *testing.T) {
+	f, g := newFake(t), newFake(t)
+	p := New(Config{})
+	conn := Connection{ID: "c1", Slug: "srv", URL: f.URL}
+	tool := Tool{RemoteName: "echo"}
+	echo(t, p, conn, tool)
+	p.Forget("c1")
+	waitFor(t, "the DELETE", func() bool { return len(f.requests("HTTP DELETE")) == 1 })
+	echo(t, p, conn, tool)
+	conn.URL = g.URL // an admin moved the server: the old session goes, a new one opens there
+	echo(t, p, conn, tool)
+	waitFor(t, "the second DELETE", func() bool { return len(f.requests("HTTP DELETE")) == 2 })
+	if n := len(g.requests("initialize")); n != 1 {
+		t.Errorf("initializes at the new URL = %d, want 1", n)
+	}
+	p.Close()
+	if _, err := p.Call(context.Background(), conn, tool, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close = %v, want ErrClosed", err)
+	}
+}
+
 func TestIdleSessionCloses(t *testing.T) {
 	f := newFake(t)
 	var now atomic.Int64
