@@ -3,6 +3,7 @@ package toolspec
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
@@ -281,6 +282,22 @@ func TestSchemaText(t *testing.T) {
 		raw, err := tool.Schema()
 		if err != nil || string(raw) != tc.want {
 			t.Errorf("%s: %s %v\nwant %s", tc.tool, raw, err, tc.want)
+		}
+	}
+}
+
+// TestDescriptionsStateLimits: what a tool's description says of its limits is what they are.
+func TestDescriptionsStateLimits(t *testing.T) {
+	for _, tc := range []struct{ tool, says string }{
+		{"shell_status", fmt.Sprintf("the last %d lines of its log", ShellStatusLines)},
+		{"file_read", fmt.Sprintf("Lines longer than %d characters are clipped", FileReadMaxLineChars)},
+		{"code_search", fmt.Sprintf("matching paths with counts, at most %d)", CodeSearchFilesCap)},
+		{"code_search", fmt.Sprintf("context 0 to %d lines, at most %d lines, %d matches per file", CodeSearchMaxContext, CodeSearchContentLineCap, CodeSearchPerFileCap)},
+		{"browser_navigate", fmt.Sprintf("Each browser call has a %d-second timeout", int(BrowserCallTimeout.Seconds()))},
+	} {
+		tool, ok := Lookup(all(), tc.tool)
+		if !ok || !strings.Contains(tool.Description, tc.says) {
+			t.Errorf("%s: the description does not say %q", tc.tool, tc.says)
 		}
 	}
 }
