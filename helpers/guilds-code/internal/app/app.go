@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/files"
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graphtools"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/shell"
 	"github.com/guildsai/guilds/shared/envelope"
@@ -29,10 +29,10 @@ var helper = runner.Helper{
 		"file_write":   {Run: tool(files.Write), Quiet: true, Serial: true},
 		"code_search":  {Run: tool(codeSearch)},
 		"code_match":   {Run: tool(codeMatch)},
-		"code_map":     {Run: tool(graph.Map)},
-		"code_find":    {Run: tool(graph.Find)},
-		"code_outline": {Run: tool(graph.Outline)},
-		"code_callers": {Run: tool(graph.Callers)},
+		"code_map":     {Run: tool(graphtools.Map)},
+		"code_find":    {Run: tool(graphtools.Find)},
+		"code_outline": {Run: tool(graphtools.Outline)},
+		"code_callers": {Run: tool(graphtools.Callers)},
 	},
 	Modes: map[string]runner.Mode{
 		// A background command's supervisor, as the shell tool starts it.

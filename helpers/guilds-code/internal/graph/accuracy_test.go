@@ -103,7 +103,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 			continue
 		}
 		for si, s := range f.Syms() {
-			if s.Kind.callable() && called[s.Name] && s.Name != "init" {
+			if s.Kind.Callable() && called[s.Name] && s.Name != "init" {
 				pool = append(pool, SymID{int32(fi), int32(si)})
 			}
 		}
@@ -182,13 +182,13 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 				tp++
 			} else {
 				fp++
-				misses = append(misses, fmt.Sprintf("extra %s:%d → %s", st.path, st.line, qualified(g.Sym(sample[i]))))
+				misses = append(misses, fmt.Sprintf("extra %s:%d → %s", st.path, st.line, g.Sym(sample[i]).Qualified()))
 			}
 		}
 		for st := range r.theirs {
 			if !r.ours[st] {
 				fn++
-				misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, qualified(g.Sym(sample[i]))))
+				misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, g.Sym(sample[i]).Qualified()))
 			}
 		}
 		for st := range r.byName {

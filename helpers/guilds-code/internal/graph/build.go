@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,9 +22,6 @@ import (
 
 	"github.com/guildsai/guilds/shared/atomicfile"
 )
-
-// DefaultBudget is how long a graph call may spend bringing the graph up to date (the spec's 11 minutes).
-const DefaultBudget = 11 * time.Minute
 
 // MaxFileBytes is the largest source file the graph parses; larger ones are generated data, not code.
 const MaxFileBytes = 1 << 20
@@ -466,16 +462,4 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write graph: %w", err)
 	}
 	return nil
-}
-
-// relSlash is rel with forward slashes, or "" when target is not under root.
-func relSlash(root, target string) (string, bool) {
-	r, err := filepath.Rel(root, target)
-	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
-		return "", false
-	}
-	if r == "." {
-		return "", true
-	}
-	return filepath.ToSlash(r), true
 }

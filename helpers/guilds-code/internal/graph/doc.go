@@ -1,4 +1,5 @@
-// Package graph builds and queries the symbol graph behind code_map, code_find, code_outline and code_callers.
+// Package graph builds and queries the symbol graph behind code_map, code_find, code_outline and code_callers
+// (whose handlers are graphtools).
 //
 // Each language has one tree-sitter query (queries/<lang>.scm) whose captures name definitions
 // (@def.<kind> with @name), call sites (@call, @call.name, @call.recv), imports and typed locals.

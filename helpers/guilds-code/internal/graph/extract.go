@@ -482,13 +482,13 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		parent, container := int32(-1), ""
 		inFunc := false
 		for i := len(stack) - 1; i >= 0; i-- {
-			if stack[i].kind.callable() {
+			if stack[i].kind.Callable() {
 				inFunc = true
 			}
 			if parent < 0 && stack[i].sym >= 0 {
 				parent = stack[i].sym
 			}
-			if container == "" && stack[i].kind.typeLike() && !inFunc {
+			if container == "" && stack[i].kind.TypeLike() && !inFunc {
 				container = stack[i].name
 			}
 		}
@@ -572,7 +572,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
 	for _, lc := range locals {
-		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.callable() || f.Symbols[s].Kind == KindStruct || f.Symbols[s].Kind == KindClass) {
+		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == KindStruct || f.Symbols[s].Kind == KindClass) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, Local{Name: lc.name, Type: lc.typ})
 		}
 	}
@@ -607,7 +607,7 @@ func signature(src []byte, d defHit, lang string, k Kind) string {
 	if d.body > 0 && d.body-1 > start {
 		end = d.body - 1
 	}
-	if k.typeLike() || k == KindConst || k == KindVar {
+	if k.TypeLike() || k == KindConst || k == KindVar {
 		if nl := indexByte(src[start:end], '\n'); nl >= 0 {
 			end = start + uint32(nl)
 		}

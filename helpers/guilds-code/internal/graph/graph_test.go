@@ -1,57 +1,23 @@
-package graph
+package graph_test
 
 import (
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graphtools"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current answers")
-
-// fixtures is the shared folder of fixture repositories.
-const fixtures = "../../../../testdata/repos"
-
-// newHome copies the named fixture repositories into a fresh workspace and returns it.
-func newHome(t testing.TB, names ...string) string {
-	t.Helper()
-	home := t.TempDir()
-	for _, n := range names {
-		copyTree(t, filepath.Join(fixtures, n), filepath.Join(home, "repos", n))
-	}
-	return home
-}
-
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // call runs one graph tool in home and renders its reply as text.
 func call(t testing.TB, home, tool, args string) string {
@@ -59,7 +25,7 @@ func call(t testing.TB, home, tool, args string) string {
 	c := &runs.Call{Req: envelope.Request{Tool: tool, Args: json.RawMessage(args), RunID: "r1", CallID: "c1", Seq: 1},
 		Home: home, RunDir: filepath.Join(home, ".run"), Max: 8192}
 	h := map[string]func(context.Context, *runs.Call) envelope.Reply{
-		"code_map": Map, "code_find": Find, "code_outline": Outline, "code_callers": Callers,
+		"code_map": graphtools.Map, "code_find": graphtools.Find, "code_outline": graphtools.Outline, "code_callers": graphtools.Callers,
 	}[tool]
 	rep := h(context.Background(), c)
 	keys := make([]string, 0, len(rep.Meta))
@@ -138,7 +104,7 @@ func TestGolden(t *testing.T) {
 
 // goldenHome is a workspace holding the golden fixtures plus ignored files that must stay out of the graph.
 func goldenHome(t *testing.T) string {
-	home := newHome(t, "graph-go", "graph-py", "graph-ts", "graph-poly")
+	home := graph.NewHome(t, "graph-go", "graph-py", "graph-ts", "graph-poly")
 	os.MkdirAll(filepath.Join(home, "repos/graph-ts/build"), 0o755)
 	os.WriteFile(filepath.Join(home, "repos/graph-ts/build/out.ts"), []byte("export function built() {}\n"), 0o644)
 	os.WriteFile(filepath.Join(home, "repos/graph-ts/src/api.gen.ts"), []byte("export function generated() {}\n"), 0o644)
@@ -174,7 +140,7 @@ func runGolden(t *testing.T, home string, write bool) {
 // TestRepositoryFromWorkingDirectory: without in, the repository holding the run's working directory is meant,
 // and paths come back relative to that directory.
 func TestRepositoryFromWorkingDirectory(t *testing.T) {
-	home := newHome(t, "graph-go", "graph-py")
+	home := graph.NewHome(t, "graph-go", "graph-py")
 	cwd := filepath.Join(home, "repos", "graph-py", "app")
 	if err := os.MkdirAll(filepath.Join(home, ".runs", "r1"), 0o755); err != nil {
 		t.Fatal(err)

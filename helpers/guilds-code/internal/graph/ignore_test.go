@@ -42,15 +42,3 @@ func FuzzGitignore(f *testing.F) {
 		ignored(rules, p, true)
 	})
 }
-
-// FuzzWords splits arbitrary questions into search words.
-func FuzzWords(f *testing.F) {
-	f.Add("parseHTTPRequest snake_case")
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, w := range words(s) {
-			if w == "" {
-				t.Fatal("empty word")
-			}
-		}
-	})
-}

@@ -31,8 +31,8 @@ func (k Kind) String() string {
 	return "symbol"
 }
 
-// typeLike reports whether symbols of this kind hold methods.
-func (k Kind) typeLike() bool {
+// TypeLike reports whether symbols of this kind hold methods.
+func (k Kind) TypeLike() bool {
 	switch k {
 	case KindClass, KindStruct, KindInterface, KindTrait, KindEnum, KindType, KindModule, kindImpl:
 		return true
@@ -40,8 +40,8 @@ func (k Kind) typeLike() bool {
 	return false
 }
 
-// callable reports whether the kind has a body that makes calls.
-func (k Kind) callable() bool { return k == KindFunction || k == KindMethod }
+// Callable reports whether the kind has a body that makes calls.
+func (k Kind) Callable() bool { return k == KindFunction || k == KindMethod }
 
 // Symbol is one definition in a file.
 type Symbol struct {

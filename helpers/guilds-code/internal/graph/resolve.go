@@ -484,7 +484,7 @@ func (g *Graph) resolveGeneric(fi int32, f *File, r *Ref, cands []SymID) ([]SymI
 		}
 	}
 	if strings.Contains(recv, "::") {
-		return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind.callable() }))
+		return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind.Callable() }))
 	}
 	return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
 }

@@ -352,9 +352,9 @@ func symNames(blob []byte, n int, fn func(int, string)) {
 	}
 }
 
-// eachSym calls fn with each symbol's index, name, container, doc line and reference count, read
+// EachSym calls fn with each symbol's index, name, container, doc line and reference count, read
 // where they are stored when the symbols are not decoded; it allocates nothing.
-func (f *File) eachSym(fn func(si int, name, container, doc string, refs uint32)) {
+func (f *File) EachSym(fn func(si int, name, container, doc string, refs uint32)) {
 	if f.Symbols != nil || f.symBlob == nil {
 		for i := range f.Symbols {
 			s := &f.Symbols[i]
@@ -429,8 +429,8 @@ func (f *File) Syms() []Symbol {
 	return syms
 }
 
-// symCount is how many symbols the file has, without decoding them.
-func (f *File) symCount() int {
+// SymCount is how many symbols the file has, without decoding them.
+func (f *File) SymCount() int {
 	if f.Symbols != nil || f.symBlob == nil {
 		return len(f.Symbols)
 	}
@@ -499,7 +499,7 @@ func (f *File) LoadRefs() []Ref {
 	nr := d.count(4)
 	refs := make([]Ref, nr)
 	var line uint32
-	nsyms := f.symCount()
+	nsyms := f.SymCount()
 	for j := 0; j < nr && d.err == nil; j++ {
 		r := &refs[j]
 		r.Name = d.str()
@@ -676,7 +676,7 @@ func (x nameIndex) lookup(name string, files []*File) []SymID {
 		ids := make([]SymID, 0, k)
 		for j := 0; j < k && d.err == nil; j++ {
 			fi, si := d.uv(), d.uv()
-			if d.err == nil && fi < uint64(len(files)) && si < uint64(files[fi].symCount()) {
+			if d.err == nil && fi < uint64(len(files)) && si < uint64(files[fi].SymCount()) {
 				ids = append(ids, SymID{int32(fi), int32(si)})
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graphtools"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 )
@@ -20,7 +20,7 @@ const symbolsCap = 20
 const maxSymbolHits = 2000
 
 // symbols answers code_search mode symbols: the engine finds the matching lines, and the symbol
-// graph groups them under their enclosing function or class (graph.GroupHits).
+// graph groups them under their enclosing function or class (graphtools.GroupHits).
 func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.Reply {
 	pl, err := resolvePlace(c, a.Path)
 	if err != nil {
@@ -36,7 +36,7 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 	if err := t.count(tctx); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
-	var hits []graph.Hit
+	var hits []graphtools.Hit
 	if len(t.counts) > 0 {
 		glob, _ := parseGlob(a.Glob)
 		args := append(t.args("--json", "--max-count", strconv.Itoa(maxSymbolHits)), glob.engineArgs...)
@@ -64,7 +64,7 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 			case "begin":
 				cur = abs(m.Path)
 			case "match":
-				hits = append(hits, graph.Hit{Path: cur, Line: m.Line, Text: showLine(m.Text)})
+				hits = append(hits, graphtools.Hit{Path: cur, Line: m.Line, Text: showLine(m.Text)})
 			}
 			return true
 		})
@@ -77,14 +77,14 @@ func symbols(ctx context.Context, c *runs.Call, a TextArgs, limit int) envelope.
 			order[abs(fc.raw)] = i
 		}
 		// The engine searches files in parallel and reports them in the order they finish.
-		slices.SortStableFunc(hits, func(x, y graph.Hit) int {
+		slices.SortStableFunc(hits, func(x, y graphtools.Hit) int {
 			return cmp.Or(cmp.Compare(order[x.Path], order[y.Path]), cmp.Compare(x.Line, y.Line))
 		})
 		if len(hits) > maxSymbolHits {
 			hits = hits[:maxSymbolHits]
 		}
 	}
-	text, meta, err := graph.GroupHits(ctx, c, a.Path, hits, limit)
+	text, meta, err := graphtools.GroupHits(ctx, c, a.Path, hits, limit)
 	if err != nil {
 		return envelope.Errorf(meta, "mode symbols groups hits with the symbol graph of a repository under repos/: %v; modes files and content search any folder", err)
 	}

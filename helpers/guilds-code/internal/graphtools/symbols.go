@@ -1,4 +1,4 @@
-package graph
+package graphtools
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/shape"
 )
@@ -67,7 +68,7 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 				key = fmt.Sprintf("%s#%d", rel, s)
 				head = fmt.Sprintf("%s:%d-%d  %s  (%d refs)", shown, sym.Start, sym.End, sym.Sig, sym.Refs)
 			}
-		} else if LangFor(rel) == nil {
+		} else if graph.LangFor(rel) == nil {
 			head = fmt.Sprintf("%s (not in the graph)", shown)
 		}
 		g := byKey[key]
@@ -105,11 +106,11 @@ func GroupHits(ctx context.Context, c *runs.Call, scope string, hits []Hit, maxG
 }
 
 // innermost is the deepest function, method or type whose span holds line, or -1.
-func innermost(f *File, line uint32) int32 {
+func innermost(f *graph.File, line uint32) int32 {
 	best := int32(-1)
 	for i := range f.Syms() {
 		s := &f.Syms()[i]
-		if s.Start <= line && line <= s.End && (s.Kind.callable() || s.Kind.typeLike()) {
+		if s.Start <= line && line <= s.End && (s.Kind.Callable() || s.Kind.TypeLike()) {
 			best = int32(i) // later symbols start later, so the last holder is the innermost
 		}
 	}

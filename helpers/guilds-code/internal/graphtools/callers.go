@@ -1,113 +1,15 @@
-package graph
+package graphtools
 
 import (
 	"context"
 	"fmt"
-	"path"
-	"sort"
 	"strings"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/toolspec"
 )
-
-// lookup finds the definitions a symbol argument names: a name or Type.method, module.function, a::b.
-func (g *Graph) lookup(r *repo, symbol string) []SymID {
-	sym := strings.TrimSpace(strings.TrimSuffix(symbol, "()"))
-	qual, name := "", sym
-	if i := strings.LastIndexAny(sym, ".:#"); i >= 0 {
-		qual, name = strings.TrimRight(sym[:i], ".:#"), sym[i+1:]
-	}
-	var out []SymID
-	for _, id := range g.named(name) {
-		f := g.Files[id.F]
-		if !r.inScope(f.Path) {
-			continue
-		}
-		s := g.Sym(id)
-		if qual != "" && !qualifies(f, s, qual) {
-			continue
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// qualifies reports whether qual names the symbol's container, package, module file or folder.
-func qualifies(f *File, s *Symbol, qual string) bool {
-	last := lastSegment(qual)
-	if s.Container == last || s.Container == qual {
-		return true
-	}
-	stem := strings.TrimSuffix(path.Base(f.Path), path.Ext(f.Path))
-	dir := path.Dir(f.Path)
-	modPath := strings.TrimSuffix(f.Path, path.Ext(f.Path))
-	return s.Container == "" && (f.Pkg == last || stem == last || path.Base(dir) == last ||
-		strings.ReplaceAll(modPath, "/", ".") == qual || strings.HasSuffix(strings.ReplaceAll(modPath, "/", "."), "."+qual))
-}
-
-// suggest lists up to five names close to the one asked for.
-func (g *Graph) suggest(name string) []string {
-	name = strings.ToLower(lastSegment(name))
-	type cand struct {
-		n string
-		d int
-	}
-	var cs []cand
-	g.names.each(func(n string) {
-		l := strings.ToLower(n)
-		d := editDistance(name, l, 3)
-		if strings.Contains(l, name) || strings.Contains(name, l) && len(l) > 3 {
-			d = min(d, 2)
-		}
-		if d <= 2 {
-			if ids := g.named(n); len(ids) > 0 {
-				cs = append(cs, cand{qualified(g.Sym(ids[0])), d})
-			}
-		}
-	})
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].d != cs[j].d {
-			return cs[i].d < cs[j].d
-		}
-		return cs[i].n < cs[j].n
-	})
-	var out []string
-	for i := 0; i < len(cs) && len(out) < 5; i++ {
-		out = append(out, cs[i].n)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance of a and b, stopping early past limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		best := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			best = min(best, cur[j])
-		}
-		if best > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // Callers answers code_callers: what references a symbol (in) or what it references (out), to a depth.
 func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
@@ -140,14 +42,14 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 		return envelope.Errorf(meta(r, 0), "%v", err)
 	}
 	g := r.g
-	ids := g.lookup(r, args.Symbol)
+	ids := g.Lookup(args.Symbol, r.inScope)
 	if len(ids) == 0 {
 		where := r.name
 		if r.scope != "" {
 			where = r.rel(c, r.scope)
 		}
 		msg := fmt.Sprintf("no symbol %s in %s", args.Symbol, where)
-		if s := g.suggest(args.Symbol); len(s) > 0 {
+		if s := g.Suggest(args.Symbol); len(s) > 0 {
 			msg += "; near names: " + strings.Join(s, ", ")
 		}
 		return envelope.Errorf(meta(r, 0), "%s", msg)
@@ -156,7 +58,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 		var lines []string
 		for _, id := range ids[:min(len(ids), 30)] {
 			s := g.Sym(id)
-			lines = append(lines, fmt.Sprintf("  %s:%d  %s  %s", r.rel(c, g.Files[id.F].Path), s.Start, qualified(s), s.Sig))
+			lines = append(lines, fmt.Sprintf("  %s:%d  %s  %s", r.rel(c, g.Files[id.F].Path), s.Start, s.Qualified(), s.Sig))
 		}
 		if len(ids) > 30 {
 			lines = append(lines, fmt.Sprintf("  … %d more", len(ids)-30))
@@ -167,7 +69,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	t := ids[0]
 	ts := g.Sym(t)
 	tf := g.Files[t.F]
-	w := &callWriter{c: c, r: r, g: g, seen: map[SymID]bool{t: true}}
+	w := &callWriter{c: c, r: r, g: g, seen: map[graph.SymID]bool{t: true}}
 	if dir == "in" {
 		w.in(t, 1, depth)
 	} else {
@@ -177,8 +79,8 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	if dir == "out" {
 		verb = "references from"
 	}
-	header := fmt.Sprintf("%s%s %s  %s:%d-%d  %s\n", r.missingNote(c), verb, qualified(ts), r.rel(c, tf.Path), ts.Start, ts.End, ts.Sig)
-	if l := LangNamed(tf.Lang); l != nil && !l.Calls {
+	header := fmt.Sprintf("%s%s %s  %s:%d-%d  %s\n", r.missingNote(c), verb, ts.Qualified(), r.rel(c, tf.Path), ts.Start, ts.End, ts.Sig)
+	if l := graph.LangNamed(tf.Lang); l != nil && !l.Calls {
 		header += fmt.Sprintf("note: the graph has no call edges for %s, so this list cannot be complete\n", tf.Lang)
 	}
 	if w.byName > 0 {
@@ -197,24 +99,24 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 type callWriter struct {
 	c      *runs.Call
 	r      *repo
-	g      *Graph
+	g      *graph.Graph
 	lines  []string
 	hits   int
 	byName int
-	seen   map[SymID]bool
+	seen   map[graph.SymID]bool
 }
 
 const maxCallLines = 400
 
-func (w *callWriter) from(fi int32, ref *Ref) (string, SymID) {
+func (w *callWriter) from(fi int32, ref *graph.Ref) (string, graph.SymID) {
 	f := w.g.Files[fi]
 	if ref.From < 0 {
-		return "(top level)", SymID{-1, -1}
+		return "(top level)", graph.SymID{F: -1, S: -1}
 	}
-	return qualified(&f.Syms()[ref.From]), SymID{fi, ref.From}
+	return f.Syms()[ref.From].Qualified(), graph.SymID{F: fi, S: ref.From}
 }
 
-func (w *callWriter) in(t SymID, d, maxDepth int) {
+func (w *callWriter) in(t graph.SymID, d, maxDepth int) {
 	edges := w.g.CallersOf(t)
 	indent := strings.Repeat("  ", d)
 	for _, e := range edges {
@@ -240,7 +142,7 @@ func (w *callWriter) in(t SymID, d, maxDepth int) {
 	}
 }
 
-func (w *callWriter) out(s SymID, d, maxDepth int) {
+func (w *callWriter) out(s graph.SymID, d, maxDepth int) {
 	edges := w.g.CallsFrom(s)
 	indent := strings.Repeat("  ", d)
 	for _, e := range edges {
@@ -267,8 +169,8 @@ func (w *callWriter) out(s SymID, d, maxDepth int) {
 			mark = "~ "
 			w.byName++
 		}
-		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d", indent, mark, site, qualified(ts), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start))
-		if d < maxDepth && ts.Kind.callable() && !w.seen[e.Target] {
+		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d", indent, mark, site, ts.Qualified(), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start))
+		if d < maxDepth && ts.Kind.Callable() && !w.seen[e.Target] {
 			w.seen[e.Target] = true
 			w.out(e.Target, d+1, maxDepth)
 		}

@@ -1,4 +1,4 @@
-package graph
+package graphtools
 
 import (
 	"context"
@@ -9,8 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 )
+
+// DefaultBudget is how long a graph call may spend bringing the graph up to date (the spec's 11 minutes).
+const DefaultBudget = 11 * time.Minute
 
 // Budget is how long one call may wait for its graph; tests shorten it.
 var Budget = DefaultBudget
@@ -20,7 +24,7 @@ type repo struct {
 	name  string
 	root  string // absolute, links resolved
 	scope string // slash path inside the repository that answers are narrowed to; "" for all of it
-	g     *Graph
+	g     *graph.Graph
 }
 
 func reposDir(c *runs.Call) string { return filepath.Join(c.Home, "repos") }
@@ -125,7 +129,7 @@ func repoHolding(c *runs.Call, base, abs string) (*repo, bool) {
 func (r *repo) open(ctx context.Context, c *runs.Call) error {
 	ctx, cancel := context.WithTimeout(ctx, Budget)
 	defer cancel()
-	g, err := Open(ctx, r.root, filepath.Join(c.Home, ".cache", "graft", r.name))
+	g, err := graph.Open(ctx, r.root, filepath.Join(c.Home, ".cache", "graft", r.name))
 	if err != nil {
 		return fmt.Errorf("graph of %s: %w", r.name, err)
 	}
@@ -174,4 +178,16 @@ func (r *repo) missingNote(c *runs.Call) string {
 // rel renders a repository path relative to the working directory.
 func (r *repo) rel(c *runs.Call, p string) string {
 	return c.Rel(filepath.Join(r.root, filepath.FromSlash(p)))
+}
+
+// relSlash is rel with forward slashes, or "" when target is not under root.
+func relSlash(root, target string) (string, bool) {
+	r, err := filepath.Rel(root, target)
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", false
+	}
+	if r == "." {
+		return "", true
+	}
+	return filepath.ToSlash(r), true
 }

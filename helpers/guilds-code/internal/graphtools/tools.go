@@ -1,4 +1,4 @@
-package graph
+package graphtools
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
@@ -34,13 +35,6 @@ func fit(c *runs.Call, header string, lines []string) string {
 	return text
 }
 
-func qualified(s *Symbol) string {
-	if s.Container != "" {
-		return s.Container + "." + s.Name
-	}
-	return s.Name
-}
-
 // Map answers code_map: folder clusters with counts and their most referenced symbols, then the most referenced overall.
 func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 	var args toolspec.CodeMapArgs
@@ -59,10 +53,10 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 	type cluster struct {
 		dir         string
 		files, syms int
-		top         []SymID
+		top         []graph.SymID
 	}
 	clusters := map[string]*cluster{}
-	var all []SymID
+	var all []graph.SymID
 	langCount := map[string]int{}
 	for fi, f := range g.Files {
 		langCount[f.Lang]++
@@ -76,19 +70,19 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 		cl.syms += len(f.Syms())
 		for si := range f.Syms() {
 			if f.Syms()[si].Refs > 0 {
-				id := SymID{int32(fi), int32(si)}
+				id := graph.SymID{F: int32(fi), S: int32(si)}
 				cl.top = append(cl.top, id)
 				all = append(all, id)
 			}
 		}
 	}
-	byRefs := func(ids []SymID) {
+	byRefs := func(ids []graph.SymID) {
 		sort.SliceStable(ids, func(i, j int) bool {
 			a, b := g.Sym(ids[i]), g.Sym(ids[j])
 			if a.Refs != b.Refs {
 				return a.Refs > b.Refs
 			}
-			return qualified(a) < qualified(b)
+			return a.Qualified() < b.Qualified()
 		})
 	}
 	list := make([]*cluster, 0, len(clusters))
@@ -104,7 +98,7 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 		return list[i].dir < list[j].dir
 	})
 	var langs []string
-	for _, l := range LangNames() {
+	for _, l := range graph.LangNames() {
 		if n := langCount[l]; n > 0 {
 			langs = append(langs, fmt.Sprintf("%s %d", l, n))
 		}
@@ -122,7 +116,7 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 		byRefs(cl.top)
 		var tops []string
 		for _, id := range cl.top[:min(len(cl.top), 4)] {
-			tops = append(tops, fmt.Sprintf("%s (%d)", qualified(g.Sym(id)), g.Sym(id).Refs))
+			tops = append(tops, fmt.Sprintf("%s (%d)", g.Sym(id).Qualified(), g.Sym(id).Refs))
 		}
 		line := fmt.Sprintf("  %s/  %d files, %d symbols", r.rel(c, cl.dir), cl.files, cl.syms)
 		if len(tops) > 0 {
@@ -158,9 +152,9 @@ func clusterKey(p string) string {
 // noCallsNote names the parsed languages whose query yields no call edges.
 func noCallsNote(langCount map[string]int) string {
 	var none []string
-	for _, l := range langs {
-		if !l.Calls && langCount[l.Name] > 0 {
-			none = append(none, l.Name)
+	for _, name := range graph.LangNames() {
+		if !graph.LangNamed(name).Calls && langCount[name] > 0 {
+			none = append(none, name)
 		}
 	}
 	if len(none) == 0 {
@@ -186,16 +180,16 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return envelope.Errorf(meta(r, 0), "%s is a folder; code_outline takes a file (code_map or code_find cover folders)", args.Path)
 	}
-	if LangFor(abs) == nil {
+	if graph.LangFor(abs) == nil {
 		return envelope.Errorf(meta(r, 0), "%s is not in the graph: its language is not one the graph parses (%s); code_search in files or content mode still finds its text",
-			args.Path, strings.Join(LangNames(), ", "))
+			args.Path, strings.Join(graph.LangNames(), ", "))
 	}
 	if err := r.open(ctx, c); err != nil {
 		return envelope.Errorf(meta(r, 0), "%v", err)
 	}
 	f := r.g.File(r.scope)
 	if f == nil {
-		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, MaxFileBytes)
+		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, graph.MaxFileBytes)
 	}
 	if f.Crash != "" {
 		text := fmt.Sprintf("%s%s (%s): not outlined: the parser crashed on it; file_read shows it\n", r.missingNote(c), r.rel(c, f.Path), f.Lang)
@@ -221,7 +215,7 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(f.Syms()))}
 }
 
-func lineCount(f *File) uint32 {
+func lineCount(f *graph.File) uint32 {
 	var n uint32
 	for _, s := range f.Syms() {
 		n = max(n, s.End)
@@ -298,7 +292,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	g := r.g
 	g.Counted(ctx)
 	type scored struct {
-		id    SymID
+		id    graph.SymID
 		score float64
 	}
 	var syms []scored
@@ -315,7 +309,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 			}
 		}
 		// Symbols are scored where they are stored, without decoding them: only the ones shown are.
-		f.eachSym(func(si int, name, container, doc string, refs uint32) {
+		f.EachSym(func(si int, name, container, doc string, refs uint32) {
 			var sc float64
 			for _, q := range qwords {
 				switch {
@@ -338,7 +332,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 			}
 			sc += 0.5 * pathHits
 			sc *= 1 + 0.3*math.Log2(1+float64(refs))
-			syms = append(syms, scored{SymID{int32(fi), int32(si)}, sc})
+			syms = append(syms, scored{graph.SymID{F: int32(fi), S: int32(si)}, sc})
 			fileScore[int32(fi)] += sc / 4
 		})
 		if pathHits > 0 {
@@ -395,7 +389,7 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	}
 	for _, fi := range files[:fileLimit] {
 		f := g.Files[fi]
-		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, f.symCount()))
+		lines = append(lines, fmt.Sprintf("%s  (%s, %d symbols)", r.rel(c, f.Path), f.Lang, f.SymCount()))
 	}
 	return envelope.Reply{Text: fit(c, header, lines), Meta: meta(r, len(shown)+fileLimit)}
 }

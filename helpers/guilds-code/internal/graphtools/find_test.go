@@ -1,4 +1,4 @@
-package graph
+package graphtools
 
 import (
 	"strings"
@@ -41,6 +41,18 @@ func FuzzHasWord(f *testing.F) {
 			}
 			if got, want := containsFold(s, w), strings.Contains(strings.ToLower(s), w); got != want {
 				t.Fatalf("containsFold(%q, %q) = %v; want %v", s, w, got, want)
+			}
+		}
+	})
+}
+
+// FuzzWords splits arbitrary questions into search words.
+func FuzzWords(f *testing.F) {
+	f.Add("parseHTTPRequest snake_case")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, w := range words(s) {
+			if w == "" {
+				t.Fatal("empty word")
 			}
 		}
 	})
