@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract" // tree-sitter: sets graph.NewExtractor
 )
 
 func main() { os.Exit(graph.ParseMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

@@ -46,7 +46,11 @@ func parseOnly(root string, list []seen) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			x := NewExtractor()
+			// extract's Extractor, whose Parse parses without extracting.
+			x := NewExtractor().(interface {
+				Extractor
+				Parse(ctx context.Context, l *Lang, src []byte) error
+			})
 			defer x.Close()
 			for {
 				mu.Lock()

@@ -1,12 +1,8 @@
 // Package graph builds and queries the symbol graph behind code_map, code_find, code_outline and code_callers
 // (whose handlers are graphtools).
 //
-// Each language has one tree-sitter query (queries/<lang>.scm) whose captures name definitions
-// (@def.<kind> with @name), call sites (@call, @call.name, @call.recv), imports and typed locals.
-// Extraction is one cgo call per file (gx.h): parse, find the nodes the patterns start at by reading
-// the tree's subtrees, and match the patterns there with a matcher compiled from the query (match.go)
-// that gives tree-sitter's query cursor's matches for the query language the files use; the query
-// cursor stands in for a query or a tree layout the matcher does not know.
+// Extraction (package extract, tree-sitter through cgo) fills each file's definitions, call sites,
+// imports and typed locals.
 // Call sites are resolved when a query asks (resolve.go): imports, receivers, qualified names and
 // same-file or same-package scope first; several candidates left are labelled matched by name.
 //
@@ -21,7 +17,8 @@
 // is mostly dead blocks.
 //
 // Parsing needs tree-sitter (cgo). guilds-code is built without cgo and starts the companion
-// guilds-code-parse (worker.go) only when files need parsing; builds with cgo parse in process. The
-// worker writes its records in batches, so guilds-code wakes once a batch; each parser names the
-// file it is on in a slots file shared with guilds-code, which pins a crash on that file.
+// guilds-code-parse (worker.go) only when files need parsing; builds that link package extract
+// (NewExtractor set) parse in process. The worker writes its records in batches, so guilds-code wakes
+// once a batch; each parser names the file it is on in a slots file shared with guilds-code, which
+// pins a crash on that file.
 package graph

@@ -3,20 +3,14 @@ package graph
 import (
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // Lang is one language the graph parses: its name, extensions and whether its query yields call edges.
-// Its grammar and compiled query live in langs_cgo.go, present only in builds with cgo.
+// Its grammar and compiled query live in package extract, linked only where cgo is.
 type Lang struct {
 	Name  string
 	Exts  []string
 	Calls bool // the query captures call sites
-
-	once  sync.Once
-	gram  grammar  // grammar handle and compiled query (cgo builds only)
-	names []string // capture names by capture id
-	err   error
 }
 
 // langs lists every language in the graph; the order is the one answers use.

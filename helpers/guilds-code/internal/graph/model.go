@@ -5,7 +5,7 @@ import "strings"
 // Kind is what a symbol is.
 type Kind uint8
 
-// The symbol kinds; kindImpl is a Rust impl block, listed in outlines and never a call target.
+// The symbol kinds; KindImpl is a Rust impl block, listed in outlines and never a call target.
 const (
 	KindFunction Kind = iota
 	KindMethod
@@ -18,7 +18,7 @@ const (
 	KindConst
 	KindVar
 	KindModule
-	kindImpl
+	KindImpl
 )
 
 var kindNames = []string{"function", "method", "class", "struct", "interface", "trait", "enum", "type", "const", "var", "module", "impl"}
@@ -34,7 +34,7 @@ func (k Kind) String() string {
 // TypeLike reports whether symbols of this kind hold methods.
 func (k Kind) TypeLike() bool {
 	switch k {
-	case KindClass, KindStruct, KindInterface, KindTrait, KindEnum, KindType, KindModule, kindImpl:
+	case KindClass, KindStruct, KindInterface, KindTrait, KindEnum, KindType, KindModule, KindImpl:
 		return true
 	}
 	return false

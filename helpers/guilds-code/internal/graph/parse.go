@@ -6,13 +6,24 @@ import (
 	"path/filepath"
 )
 
+// Extractor parses one file's source and fills its symbols, call sites, imports and package; it is
+// not safe for concurrent use.
+type Extractor interface {
+	Extract(ctx context.Context, l *Lang, src []byte, f *File) error
+	Close()
+}
+
+// NewExtractor makes an Extractor with tree-sitter in this process. Package extract sets it, and it is
+// linked only into builds with cgo; nil elsewhere, where guilds-code-parse parses the files.
+var NewExtractor func() Extractor
+
 // useWorker makes a build with cgo parse through guilds-code-parse as the build without cgo does
 // (the tests of the worker path set it).
 var useWorker = false
 
 // parseAll brings the files in todo into the graph. A file whose content hash is the one prev[i] holds
 // (only its mtime moved) keeps its parse without starting a parser; the rest are parsed in this
-// process when it has tree-sitter (cgo), else by guilds-code-parse. It returns the files parsed,
+// process when it has tree-sitter (NewExtractor), else by guilds-code-parse. It returns the files parsed,
 // how many were left for lack of time, and the files the parser crashed on.
 func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*File, int, []Failure, error) {
 	if len(todo) == 0 {
@@ -48,8 +59,8 @@ func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*F
 	}
 	var out []*File
 	var failed []Failure
-	if inProcess != nil && !useWorker {
-		out = inProcess(ctx, root, need)
+	if NewExtractor != nil && !useWorker {
+		out = parseInProcess(ctx, root, need)
 	} else {
 		var err error
 		if out, failed, err = parseWithWorker(ctx, root, need); err != nil {

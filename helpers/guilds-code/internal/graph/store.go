@@ -313,7 +313,7 @@ func decodeSyms(blob []byte, n int) ([]Symbol, error) {
 		s.Doc = d.str()
 		s.Refs = d.u32()
 		s.Parent = int32(d.v())
-		if s.Parent < -1 || int(s.Parent) >= j || s.Kind > kindImpl {
+		if s.Parent < -1 || int(s.Parent) >= j || s.Kind > KindImpl {
 			d.fail("symbol")
 		}
 		if nl := d.count(2); nl > 0 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	// Builds with cgo parse in process; guilds-code, built without, links none of it.
+	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 )
 

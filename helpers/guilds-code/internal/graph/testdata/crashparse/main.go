@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract"
 )
 
 func main() {

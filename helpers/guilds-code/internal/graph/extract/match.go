@@ -1,6 +1,6 @@
 //go:build cgo
 
-package graph
+package extract
 
 /*
 #include "gx.h"

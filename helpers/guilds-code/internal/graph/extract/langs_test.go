@@ -1,16 +1,18 @@
 //go:build cgo
 
-package graph
+package extract
 
 import (
 	"context"
 	"testing"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 )
 
 // TestQueriesCompile compiles every language's query against its grammar.
 func TestQueriesCompile(t *testing.T) {
 	for _, l := range langs {
-		if _, _, err := l.load(); err != nil {
+		if _, _, _, err := load(l); err != nil {
 			t.Errorf("%s: %v", l.Name, err)
 		}
 	}
@@ -52,12 +54,12 @@ func TestExtractEachLanguage(t *testing.T) {
 		{"bash", "greet() { echo hi; }\nmain() { greet; }\n",
 			[]string{"greet:function", "main:function"}, []string{"echo", "greet"}},
 	}
-	x := NewExtractor()
+	x := New()
 	defer x.Close()
 	for _, tc := range cases {
 		t.Run(tc.lang, func(t *testing.T) {
-			f := &File{Path: "x", Lang: tc.lang}
-			if err := x.Extract(context.Background(), LangNamed(tc.lang), []byte(tc.src), f); err != nil {
+			f := &graph.File{Path: "x", Lang: tc.lang}
+			if err := x.Extract(context.Background(), graph.LangNamed(tc.lang), []byte(tc.src), f); err != nil {
 				t.Fatal(err)
 			}
 			var syms, calls []string

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package graph
+package extract
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 )
 
 // FuzzExtract feeds arbitrary source text to every language's extraction: it must not panic, what it
@@ -32,20 +34,20 @@ func FuzzExtract(f *testing.F) {
 	}
 	// Every fixture file, in its own language.
 	filepath.WalkDir(fixtures, func(p string, d os.DirEntry, err error) error {
-		if l := LangFor(p); err == nil && !d.IsDir() && l != nil {
+		if l := graph.LangFor(p); err == nil && !d.IsDir() && l != nil {
 			if src, err := os.ReadFile(p); err == nil {
 				f.Add(byte(slices.Index(langs, l)), string(src))
 			}
 		}
 		return nil
 	})
-	x, q := NewExtractor(), NewExtractor()
+	x, q := New(), New()
 	defer x.Close()
 	defer q.Close()
 	q.useQueryCursor()
 	f.Fuzz(func(t *testing.T, which byte, src string) {
 		l := langs[int(which)%len(langs)]
-		file, want := &File{Path: "x", Lang: l.Name}, &File{Path: "x", Lang: l.Name}
+		file, want := &graph.File{Path: "x", Lang: l.Name}, &graph.File{Path: "x", Lang: l.Name}
 		if err := x.Extract(context.Background(), l, []byte(src), file); err != nil {
 			t.Fatalf("%s: %v", l.Name, err)
 		}
@@ -87,13 +89,13 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	// JavaScript found on the machine (make setup installs both).
 	roots := []string{fixtures, filepath.Join(runtime.GOROOT(), "src", "go"), filepath.Join(runtime.GOROOT(), "src", "runtime", "cgo"),
 		filepath.Join(runtime.GOROOT(), "misc"), filepath.Join(runtime.GOROOT(), "lib"), filepath.Join(runtime.GOROOT(), "src", "cmd", "dist")}
-	for _, pattern := range []string{"/usr/lib/python3*/email", "/usr/lib/python3*/json", "../../../../tools/node_modules/playwright-core/lib/server/chromium"} {
+	for _, pattern := range []string{"/usr/lib/python3*/email", "/usr/lib/python3*/json", "../../../../../tools/node_modules/playwright-core/lib/server/chromium"} {
 		more, _ := filepath.Glob(pattern)
 		roots = append(roots, more...)
 	}
 	for _, root := range roots {
 		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && LangFor(p) != nil {
+			if err == nil && !d.IsDir() && graph.LangFor(p) != nil {
 				paths = append(paths, p)
 			}
 			return nil
@@ -102,7 +104,7 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 	if len(paths) < 50 {
 		t.Fatalf("only %d files to compare", len(paths))
 	}
-	rooted, query, cursor, whole := NewExtractor(), NewExtractor(), NewExtractor(), NewExtractor()
+	rooted, query, cursor, whole := New(), New(), New(), New()
 	defer rooted.Close()
 	defer query.Close()
 	defer cursor.Close()
@@ -114,7 +116,7 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := LangFor(p)
+		l := graph.LangFor(p)
 		pl, err := whole.plan(l)
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +127,7 @@ func TestRootedRunsMatchWholeQuery(t *testing.T) {
 		} else if rp.pats == nil {
 			t.Fatalf("the %s query does not compile for gx_match_at: %v", l.Name, rp.patsErr)
 		}
-		a, b, c, d := &File{Path: p}, &File{Path: p}, &File{Path: p}, &File{Path: p}
+		a, b, c, d := &graph.File{Path: p}, &graph.File{Path: p}, &graph.File{Path: p}, &graph.File{Path: p}
 		if err := rooted.Extract(context.Background(), l, src, a); err != nil {
 			t.Fatal(err)
 		}

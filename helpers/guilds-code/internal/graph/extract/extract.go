@@ -1,6 +1,6 @@
 //go:build cgo
 
-package graph
+package extract
 
 /*
 #include "gx.h"
@@ -19,12 +19,15 @@ import (
 	"unsafe"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 )
 
-func kindNamed(s string) (Kind, bool) {
-	for i, n := range kindNames {
-		if n == s {
-			return Kind(i), true
+// kindNamed is the kind a capture's suffix names (def.<kind>, decl.<kind>).
+func kindNamed(s string) (graph.Kind, bool) {
+	for k := graph.Kind(0); k <= graph.KindImpl; k++ {
+		if k.String() == s {
+			return k, true
 		}
 	}
 	return 0, false
@@ -67,8 +70,8 @@ type plan struct {
 	lang    *C.TSLanguage
 	query   *C.TSQuery
 	roles   []capRole
-	kinds   []Kind // the kind of each @def./@decl. capture
-	bodyOf  []byte // 1 for the captures whose body field start is recorded
+	kinds   []graph.Kind // the kind of each @def./@decl. capture
+	bodyOf  []byte       // 1 for the captures whose body field start is recorded
 	body    C.uint16_t
 	roots   []byte    // 1 for the grammar symbols the query's patterns start at; nil runs the query over the whole tree
 	pats    *patterns // the patterns compiled for gx_match_at; nil matches with the query cursor
@@ -78,7 +81,7 @@ type plan struct {
 // Extractor parses files of every language; it is not safe for concurrent use.
 type Extractor struct {
 	g     *C.gx
-	plans map[*Lang]*plan
+	plans map[*graph.Lang]*plan
 
 	names map[string]string // call and receiver names seen, so each distinct one is allocated once
 
@@ -101,7 +104,7 @@ func cmpAt(a, b [2]uint32) int {
 type defHit struct {
 	name     string
 	nameAt   uint32
-	kind     Kind
+	kind     graph.Kind
 	decl     bool
 	recvType string
 	trait    string
@@ -132,9 +135,9 @@ type assignHit struct {
 	name string
 }
 
-// NewExtractor returns an extractor with its own parser and query cursor.
-func NewExtractor() *Extractor {
-	return &Extractor{g: C.gx_new(), plans: map[*Lang]*plan{}, names: map[string]string{}}
+// New returns an extractor with its own parser and query cursor.
+func New() *Extractor {
+	return &Extractor{g: C.gx_new(), plans: map[*graph.Lang]*plan{}, names: map[string]string{}}
 }
 
 // intern returns b as a string, one allocation per distinct name however many call sites use it.
@@ -179,23 +182,23 @@ func (x *Extractor) Close() {
 func cPointer[T any](v *T) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(v)) }
 
 // plan returns the language's grammar and query as the C side takes them, made once per extractor.
-func (x *Extractor) plan(l *Lang) (*plan, error) {
+func (x *Extractor) plan(l *graph.Lang) (*plan, error) {
 	if p := x.plans[l]; p != nil {
 		return p, nil
 	}
-	lang, q, err := l.load()
+	lang, q, captures, err := load(l)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{lang: (*C.TSLanguage)(cPointer[sitter.Language](lang)), query: (*C.TSQuery)(cPointer[sitter.Query](q))}
-	if n := int(C.ts_query_capture_count(p.query)); n != len(l.names) || C.ts_language_symbol_count(p.lang) != C.uint32_t(lang.SymbolCount()) {
+	if n := int(C.ts_query_capture_count(p.query)); n != len(captures) || C.ts_language_symbol_count(p.lang) != C.uint32_t(lang.SymbolCount()) {
 		return nil, fmt.Errorf("query for %s: the tree-sitter binding does not hold its handles where this build expects them; rebuild with the go-tree-sitter version go.mod names", l.Name)
 	}
-	p.roles = make([]capRole, len(l.names))
-	p.kinds = make([]Kind, len(l.names))
-	p.bodyOf = make([]byte, len(l.names)+1)
-	for i, name := range l.names {
-		role, kind := roleNames[name], Kind(0)
+	p.roles = make([]capRole, len(captures))
+	p.kinds = make([]graph.Kind, len(captures))
+	p.bodyOf = make([]byte, len(captures)+1)
+	for i, name := range captures {
+		role, kind := roleNames[name], graph.Kind(0)
 		if k, ok := strings.CutPrefix(name, "def."); ok {
 			role = roleDef
 			kind, ok = kindNamed(k)
@@ -226,7 +229,7 @@ func (x *Extractor) plan(l *Lang) (*plan, error) {
 			}
 			// A query beyond what gx_match_at implements is matched by the query cursor (tests require
 			// every shipped query to compile).
-			p.pats, p.patsErr = compilePatterns(string(src), p.lang, p.query, l.names, len(p.roots))
+			p.pats, p.patsErr = compilePatterns(string(src), p.lang, p.query, captures, len(p.roots))
 		}
 	}
 	x.plans[l] = p
@@ -322,7 +325,7 @@ func (x *Extractor) run(ctx context.Context, p *plan, src []byte, query bool) ([
 }
 
 // Parse parses src with the language's grammar only (no query, no extraction); benchmarks use it as the baseline.
-func (x *Extractor) Parse(ctx context.Context, l *Lang, src []byte) error {
+func (x *Extractor) Parse(ctx context.Context, l *graph.Lang, src []byte) error {
 	p, err := x.plan(l)
 	if err != nil {
 		return err
@@ -334,7 +337,7 @@ func (x *Extractor) Parse(ctx context.Context, l *Lang, src []byte) error {
 }
 
 // Extract parses src and fills f's symbols, refs, imports and package.
-func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) error {
+func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *graph.File) error {
 	p, err := x.plan(l)
 	if err != nil {
 		return err
@@ -352,7 +355,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		i += 2 + 6*n
 		var d defHit
 		var r refHit
-		var im Import
+		var im graph.Import
 		var loc localHit
 		var isDef, isRef, isImport bool
 		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
@@ -428,7 +431,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			order[i] = i
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return cmpAt(importAt[a], importAt[b]) })
-		sorted := make([]Import, len(imports))
+		sorted := make([]graph.Import, len(imports))
 		for i, o := range order {
 			sorted[i] = imports[o]
 		}
@@ -449,8 +452,8 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	for _, d := range defs {
 		if i, ok := seen[d.nameAt]; ok {
 			// A function bound to a constant is a function.
-			if d.kind == KindFunction && (kept[i].kind == KindConst || kept[i].kind == KindVar) {
-				kept[i].kind = KindFunction
+			if d.kind == graph.KindFunction && (kept[i].kind == graph.KindConst || kept[i].kind == graph.KindVar) {
+				kept[i].kind = graph.KindFunction
 			}
 			continue
 		}
@@ -466,13 +469,13 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 	defs = kept
 
 	// Nest definitions: containers, methods, and module-level-only constants and variables.
-	f.Symbols = make([]Symbol, 0, len(defs))
+	f.Symbols = make([]graph.Symbol, 0, len(defs))
 	starts, ends := make([]uint32, 0, len(defs)), make([]uint32, 0, len(defs))
 	type open struct {
 		end  uint32
 		sym  int32 // index into f.Symbols
 		name string
-		kind Kind
+		kind graph.Kind
 	}
 	var stack []open
 	for _, d := range defs {
@@ -492,7 +495,7 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 				container = stack[i].name
 			}
 		}
-		if (d.kind == KindConst || d.kind == KindVar) && inFunc {
+		if (d.kind == graph.KindConst || d.kind == graph.KindVar) && inFunc {
 			continue
 		}
 		k := d.kind
@@ -500,31 +503,31 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 			// The definition below its class stands for the method: one symbol, the definition's span.
 			continue
 		}
-		if k == KindType && d.typeBody > 0 {
+		if k == graph.KindType && d.typeBody > 0 {
 			if b := src[d.typeBody-1:]; hasWordPrefix(b, "struct") {
-				k = KindStruct
+				k = graph.KindStruct
 			} else if hasWordPrefix(b, "interface") {
-				k = KindInterface
+				k = graph.KindInterface
 			}
 		}
 		if d.recvType != "" {
 			container = d.recvType
 		}
-		if k == KindFunction && container != "" && !inFunc {
-			k = KindMethod
+		if k == graph.KindFunction && container != "" && !inFunc {
+			k = graph.KindMethod
 		}
-		if k == KindMethod && container == "" {
-			k = KindFunction
+		if k == graph.KindMethod && container == "" {
+			k = graph.KindFunction
 		}
 		name, scope := d.name, d.name
-		if k == kindImpl {
+		if k == graph.KindImpl {
 			// An impl block is listed as itself; the methods in it belong to its type.
 			name, container = "impl "+d.name, ""
 			if d.trait != "" {
 				name = "impl " + d.trait + " for " + d.name
 			}
 		}
-		sym := Symbol{
+		sym := graph.Symbol{
 			Name: name, Kind: k, Container: container, Parent: parent,
 			Start: d.startRow + 1, End: d.endRow + 1,
 			Sig: signature(src, d, l.Name, k), Doc: docFor(src, d, l.Name),
@@ -563,17 +566,17 @@ func (x *Extractor) Extract(ctx context.Context, l *Lang, src []byte, f *File) e
 		}
 		return cmp.Compare(a.end, b.end)
 	})
-	f.Refs = make([]Ref, 0, len(refs))
+	f.Refs = make([]graph.Ref, 0, len(refs))
 	for _, r := range refs {
 		from := enclosing(r.at)
 		if r.bare && vars[from][r.name] {
 			continue // a variable of its scope, not a call
 		}
-		f.Refs = append(f.Refs, Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
+		f.Refs = append(f.Refs, graph.Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
 	for _, lc := range locals {
-		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == KindStruct || f.Symbols[s].Kind == KindClass) {
-			f.Symbols[s].Locals = append(f.Symbols[s].Locals, Local{Name: lc.name, Type: lc.typ})
+		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass) {
+			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ})
 		}
 	}
 	return nil
@@ -602,12 +605,12 @@ func hasWordPrefix(b []byte, word string) bool {
 }
 
 // signature is the declaration text before the body, collapsed onto one line.
-func signature(src []byte, d defHit, lang string, k Kind) string {
+func signature(src []byte, d defHit, lang string, k graph.Kind) string {
 	start, end := d.start, d.end
 	if d.body > 0 && d.body-1 > start {
 		end = d.body - 1
 	}
-	if k.TypeLike() || k == KindConst || k == KindVar {
+	if k.TypeLike() || k == graph.KindConst || k == graph.KindVar {
 		if nl := indexByte(src[start:end], '\n'); nl >= 0 {
 			end = start + uint32(nl)
 		}
@@ -616,11 +619,11 @@ func signature(src []byte, d defHit, lang string, k Kind) string {
 	s = strings.TrimRight(s, " {:=")
 	if lang == "go" {
 		switch k {
-		case KindConst:
+		case graph.KindConst:
 			s = "const " + s
-		case KindVar:
+		case graph.KindVar:
 			s = "var " + s
-		case KindType, KindStruct, KindInterface:
+		case graph.KindType, graph.KindStruct, graph.KindInterface:
 			if !strings.HasPrefix(s, "type ") {
 				s = "type " + s
 			}
@@ -631,7 +634,7 @@ func signature(src []byte, d defHit, lang string, k Kind) string {
 
 // docFor is the first line of a Python docstring, else of the comment block right above the definition.
 func docFor(src []byte, d defHit, lang string) string {
-	if lang == "python" && d.body > 0 && (d.kind == KindFunction || d.kind == KindClass) {
+	if lang == "python" && d.body > 0 && (d.kind == graph.KindFunction || d.kind == graph.KindClass) {
 		if s := pyDocstring(src[d.body-1:]); s != "" {
 			return firstDocLine(s)
 		}
@@ -771,4 +774,12 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// lastSegment returns the last name of a qualified name (a::b::C, a.b.C).
+func lastSegment(s string) string {
+	if i := strings.LastIndexAny(s, ".:"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }

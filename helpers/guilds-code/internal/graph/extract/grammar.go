@@ -1,10 +1,11 @@
 //go:build cgo
 
-package graph
+package extract
 
 import (
 	"embed"
 	"fmt"
+	"sync"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/bash"
@@ -21,6 +22,8 @@ import (
 	"github.com/smacker/go-tree-sitter/rust"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 )
 
 //go:embed queries/*.scm
@@ -28,11 +31,23 @@ var queryFS embed.FS
 
 // grammar is a language's tree-sitter grammar and compiled query, loaded once per process.
 type grammar struct {
+	once  sync.Once
 	lang  *sitter.Language
 	query *sitter.Query
+	names []string // capture names by capture id
+	err   error
 }
 
-// grammars maps each language name in langs to its tree-sitter grammar.
+// loaded holds each language's grammar, by name, once loaded.
+var loaded = func() map[string]*grammar {
+	m := map[string]*grammar{}
+	for _, name := range graph.LangNames() {
+		m[name] = &grammar{}
+	}
+	return m
+}()
+
+// grammars maps each language name in graph.LangNames to its tree-sitter grammar.
 var grammars = map[string]func() *sitter.Language{
 	"go":         golang.GetLanguage,
 	"python":     python.GetLanguage,
@@ -50,30 +65,35 @@ var grammars = map[string]func() *sitter.Language{
 	"bash":       bash.GetLanguage,
 }
 
-// load compiles the language's grammar handle and query once per process.
-func (l *Lang) load() (*sitter.Language, *sitter.Query, error) {
-	l.once.Do(func() {
+// load compiles the language's grammar handle and query once per process and returns them with
+// the query's capture names.
+func load(l *graph.Lang) (*sitter.Language, *sitter.Query, []string, error) {
+	gr := loaded[l.Name]
+	if gr == nil {
+		return nil, nil, nil, fmt.Errorf("no tree-sitter grammar for %s", l.Name)
+	}
+	gr.once.Do(func() {
 		get := grammars[l.Name]
 		if get == nil {
-			l.err = fmt.Errorf("no tree-sitter grammar for %s", l.Name)
+			gr.err = fmt.Errorf("no tree-sitter grammar for %s", l.Name)
 			return
 		}
-		l.gram.lang = get()
+		gr.lang = get()
 		src, err := queryFS.ReadFile("queries/" + l.Name + ".scm")
 		if err != nil {
-			l.err = fmt.Errorf("query for %s: %w", l.Name, err)
+			gr.err = fmt.Errorf("query for %s: %w", l.Name, err)
 			return
 		}
-		q, err := sitter.NewQuery(src, l.gram.lang)
+		q, err := sitter.NewQuery(src, gr.lang)
 		if err != nil {
-			l.err = fmt.Errorf("compile query for %s: %w", l.Name, err)
+			gr.err = fmt.Errorf("compile query for %s: %w", l.Name, err)
 			return
 		}
-		l.gram.query = q
-		l.names = make([]string, q.CaptureCount())
-		for i := range l.names {
-			l.names[i] = q.CaptureNameForId(uint32(i))
+		gr.query = q
+		gr.names = make([]string, q.CaptureCount())
+		for i := range gr.names {
+			gr.names[i] = q.CaptureNameForId(uint32(i))
 		}
 	})
-	return l.gram.lang, l.gram.query, l.err
+	return gr.lang, gr.query, gr.names, gr.err
 }

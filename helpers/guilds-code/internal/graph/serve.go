@@ -1,5 +1,3 @@
-//go:build cgo
-
 package graph
 
 import (
@@ -17,10 +15,7 @@ import (
 	"syscall"
 )
 
-// inProcess parses files with tree-sitter in this process, which has cgo.
-var inProcess = parseInProcess
-
-// parseInProcess parses the files in todo on every core; a file left when ctx ends is nil.
+// parseInProcess parses with NewExtractor the files in todo on every core; a file left when ctx ends is nil.
 func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 	out := make([]*File, len(todo))
 	workers := min(runtime.GOMAXPROCS(0), len(todo))
@@ -55,7 +50,7 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 }
 
 // parseOne reads and parses one file; it is nil only when ctx ended during its parse.
-func parseOne(ctx context.Context, x *Extractor, root string, s seen) *File {
+func parseOne(ctx context.Context, x Extractor, root string, s seen) *File {
 	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
 	if err != nil {
 		// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
@@ -73,6 +68,10 @@ func parseOne(ctx context.Context, x *Extractor, root string, s seen) *File {
 
 // ParseMain is guilds-code-parse: it reads one parse request on in and answers on out (see reqMagic).
 func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
+	if NewExtractor == nil {
+		fmt.Fprintf(errOut, "%s was built without cgo, so it has no tree-sitter grammars: build it with CGO_ENABLED=1 (`make build` does)\n", ParserName)
+		return 1
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(errOut, "usage: %s < request\n%s parses source files with tree-sitter for guilds-code, which starts it with a parse request on standard input; it takes no arguments\n", ParserName, ParserName)
 		return 2
@@ -94,9 +93,9 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 }
 
 // ServeParse answers one parse request read from in with frames on out, parsing with the request's
-// number of parsers. slots is the slots file guilds-code passed (nil: none is kept). before, when
-// set, sees each file's path just before its parse (tests use it to crash a worker on a chosen
-// file). When ctx ends it writes the records it holds at once, starts no other file and returns
+// number of parsers, each with its own NewExtractor (which must be set). slots is the slots file
+// guilds-code passed (nil: none is kept). before, when set, sees each file's path just before its
+// parse (tests use it to crash a worker on a chosen file). When ctx ends it writes the records it holds at once, starts no other file and returns
 // ctx's error. It reads files and writes nothing but out and the slots.
 func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.File, before func(rel string)) error {
 	req, err := io.ReadAll(in)
