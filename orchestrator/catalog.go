@@ -71,6 +71,8 @@ type MCPServer struct {
 	URL         string        `json:"url"`
 	Auth        string        `json:"auth"`
 	Config      ServerConfig  `json:"config"`
+	Endpoints   Endpoints     `json:"endpoints"` // named upstream URLs besides url: the seeded value or the admin's
+	Custom      bool          `json:"custom"`    // added by an instance admin, not from a manifest
 	Description string        `json:"description"`
 	Limitations string        `json:"limitations"`
 	SetupHint   string        `json:"setup_hint"`
@@ -88,7 +90,18 @@ type ServerConfig struct {
 	DefaultOff      []string          `json:"default_off,omitempty"`       // remote names listed Off on first appearance
 	DefaultOffMatch string            `json:"default_off_match,omitempty"` // case-insensitive substring: names containing it are listed Off
 	MaxCoins        int               `json:"max_coins,omitempty"`         // Pinned prices: how many coins a login may pin
+	Header          string            `json:"header,omitempty"`            // token servers: the header carrying the key; "" is Authorization
+	Scheme          string            `json:"scheme,omitempty"`            // token servers: the word before the key; "" is Bearer on Authorization, none elsewhere
+	RejectEmpty     bool              `json:"reject_empty,omitempty"`      // an empty tool list means the key was rejected (OpenSea)
+	RejectOnly      []string          `json:"reject_only,omitempty"`       // a list of only these remote names means the key was rejected (OpenSea)
 }
+
+// Endpoints maps the names of a server's upstream URLs to the URLs.
+type Endpoints map[string]string
+
+// PublishesListed reports whether the server's published tool copy comes from remote listings
+// (Notion, Drive, Sentry, OpenSea, Etherscan, custom servers) rather than its manifest (Cigale).
+func (s MCPServer) PublishesListed() bool { return s.Kind == ServerRemote && !s.SeedsTools }
 
 // CredentialField is one field of a server's token form.
 type CredentialField struct {
@@ -133,7 +146,9 @@ type Connection struct {
 	AccountHint string          `json:"account_hint"`
 	Settings    json.RawMessage `json:"settings"`
 	VerifiedAt  *time.Time      `json:"verified_at"`
-	ListedAt    *time.Time      `json:"listed_at"`
+	ListedAt    *time.Time      `json:"listed_at"`  // when the tool list was last written (the last refresh)
+	ListError   string          `json:"list_error"` // what the last failed listing answered; "" after a success
+	Transport   string          `json:"transport"`  // remote MCP servers: the transport that worked (streamable-http or sse)
 	ToolCount   int             `json:"tool_count"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
@@ -197,17 +212,38 @@ func (c Chain) Contains(scope, id string) bool {
 	return false
 }
 
-// NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, dots as _.
+// NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, lower-cased, each
+// character outside [a-z0-9_] (dots, a custom slug's hyphens) as _.
 func NamespacedTool(slug, remoteName string) string {
-	return slug + "_" + strings.ReplaceAll(remoteName, ".", "_")
+	b := make([]byte, 0, len(slug)+1+len(remoteName))
+	for _, r := range slug + "_" + remoteName {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			b = append(b, byte(r-'A'+'a'))
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			b = append(b, byte(r))
+		default:
+			b = append(b, '_')
+		}
+	}
+	return string(b)
 }
 
-// ServerPatch is an instance admin's edit of a server's operator-facing copy: nil fields stay.
+// ServerPatch is an instance admin's edit of a server's operator-facing copy and upstream URLs:
+// nil fields stay. URL is raw JSON so that null (restore the seeded URL) differs from absent; an
+// endpoint set to null is restored to its seeded value.
 type ServerPatch struct {
-	Description *string `json:"description"`
-	Limitations *string `json:"limitations"`
-	SetupHint   *string `json:"setup_hint"`
-	Published   *bool   `json:"published"`
+	Description *string            `json:"description"`
+	Limitations *string            `json:"limitations"`
+	SetupHint   *string            `json:"setup_hint"`
+	Published   *bool              `json:"published"`
+	URL         json.RawMessage    `json:"url"`
+	Endpoints   map[string]*string `json:"endpoints"`
+}
+
+// CopyEdit reports whether the patch changes the operator-facing copy (which marks the row an admin edit).
+func (p ServerPatch) CopyEdit() bool {
+	return p.Description != nil || p.Limitations != nil || p.SetupHint != nil || p.Published != nil
 }
 
 // ToolPatch is an instance admin's edit of one published catalog tool: nil fields stay.
@@ -228,7 +264,35 @@ type ConnectWrite struct {
 	Seal        func(connectionID string) []byte // seals the credentials, bound to the row's id
 	Verified    bool                             // a live check accepted the credentials
 	Tools       []ListedTool                     // the tools the connection lists
+	Transport   string                           // remote MCP servers: the transport the listing went over
 	Now         time.Time
+}
+
+// ListingWrite is a relist of a connected login: its tools replace the stored ones, new tools
+// the server's rules name get an Off overlay at the owner, and a server that publishes as listed
+// gets them as its published copy.
+type ListingWrite struct {
+	Server       MCPServer
+	ConnectionID string
+	Tools        []ListedTool
+	Transport    string
+	Now          time.Time
+}
+
+// ListingDiff is what a relist changed, by namespaced name.
+type ListingDiff struct {
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Changed []string `json:"changed"` // description or input schema differ
+}
+
+// MCPLogin is what a call of one listed tool needs, read in one round trip: the connection, its
+// server (URL the admin's when set), its sealed credentials and the tool's listed input schema.
+type MCPLogin struct {
+	Connection Connection
+	Server     MCPServer
+	Sealed     []byte
+	Tool       ListedTool
 }
 
 // Resolution is everything the walk needs for one chain, read in one round trip: the binding rows
@@ -243,6 +307,7 @@ type ResolvedConnection struct {
 	Connection
 	ServerName      string
 	ServerKind      string
+	ServerAuth      string
 	ServerPublished bool
 	Tools           []ListedTool
 }

@@ -16,6 +16,7 @@ const (
 	ECONFLICT     = "ECONFLICT"     // the object's state does not allow this (closed run, spent budget)
 	EUNAUTHORIZED = "EUNAUTHORIZED" // no or wrong credentials
 	EINTERNAL     = "EINTERNAL"     // a fault on our side; details are in the operational log
+	EUPSTREAM     = "EUPSTREAM"     // a remote server the orchestrator called answered with an error
 )
 
 // Error is a domain error: a code and a message written for the caller.

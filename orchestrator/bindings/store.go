@@ -21,6 +21,8 @@ type Store interface {
 	GetServer(ctx context.Context, slug string) (orchestrator.MCPServer, error)
 	// PatchServer applies an admin edit and marks the server copy_source=admin.
 	PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch, now time.Time) (orchestrator.MCPServer, error)
+	// CreateServer adds an admin's custom server; a slug already in the catalog is ECONFLICT.
+	CreateServer(ctx context.Context, srv orchestrator.MCPServer, now time.Time) (orchestrator.MCPServer, error)
 	// PatchTool applies an admin edit to one catalog tool and marks it copy_source=admin.
 	PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch, now time.Time) (orchestrator.MCPServer, error)
 

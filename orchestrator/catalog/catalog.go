@@ -100,8 +100,13 @@ type manifest struct {
 		DefaultOff      []string `toml:"default_off"`
 		DefaultOffMatch string   `toml:"default_off_match"`
 		MaxCoins        int      `toml:"max_coins"`
+		Header          string   `toml:"header"`
+		Scheme          string   `toml:"scheme"`
+		RejectEmpty     bool     `toml:"reject_empty"`
+		RejectOnly      []string `toml:"reject_only"`
 	} `toml:"config"`
-	Tools []struct {
+	Endpoints map[string]string `toml:"endpoints"`
+	Tools     []struct {
 		Name        string `toml:"name"`
 		Description string `toml:"description"`
 		InputSchema string `toml:"input_schema"`
@@ -114,7 +119,77 @@ var (
 	slugPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
 	fieldPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,40}$`)
 	toolPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	// endpointPattern is the form of an [endpoints] name.
+	endpointPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,40}$`)
+	// headerPattern is an HTTP header name (RFC 9110 token), or empty for the default.
+	headerPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{0,100}$")
+	// CustomSlug is the form of an admin-added server's slug.
+	CustomSlug = regexp.MustCompile(`^[a-z][a-z0-9-]{1,39}$`)
 )
+
+// CustomRequest is an instance admin's new remote MCP server.
+type CustomRequest struct {
+	Slug        string `json:"slug"`
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	Auth        string `json:"auth"`   // none or token
+	Header      string `json:"header"` // token: the header carrying the key; "" is Authorization
+	Scheme      string `json:"scheme"` // token: the word before the key; "" is Bearer on Authorization
+	Description string `json:"description"`
+}
+
+// Custom checks an admin's new server and returns its catalog row: a remote MCP server over
+// http(s) whose tools publish as listed; a token server's login is one field, api_key.
+func Custom(r CustomRequest) (orchestrator.MCPServer, error) {
+	r.Name, r.Description, r.URL = strings.TrimSpace(r.Name), strings.TrimSpace(r.Description), strings.TrimSpace(r.URL)
+	var problems []string
+	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
+	if !CustomSlug.MatchString(r.Slug) {
+		bad("slug %q must match %s", r.Slug, CustomSlug)
+	}
+	if r.Name == "" || len(r.Name) > 100 {
+		bad("name is required (at most 100 bytes)")
+	}
+	if len(r.Description) > 4000 {
+		bad("description is at most 4000 bytes")
+	}
+	if err := CheckURL(r.URL); err != nil {
+		bad("url: %v", err)
+	}
+	if !oneOf(r.Auth, orchestrator.AuthNone, orchestrator.AuthToken) {
+		bad("auth must be none or token, got %q", r.Auth)
+	}
+	if !headerPattern.MatchString(r.Header) || strings.ContainsAny(r.Scheme, " \t\r\n") || len(r.Scheme) > 40 {
+		bad("header %q must be an HTTP header name and scheme %q one word", r.Header, r.Scheme)
+	}
+	if r.Auth == orchestrator.AuthNone && (r.Header != "" || r.Scheme != "") {
+		bad("header and scheme are for auth token")
+	}
+	if len(problems) > 0 {
+		return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "%s", strings.Join(problems, "; "))
+	}
+	if r.Description == "" {
+		r.Description = r.Name + " (a custom MCP server at " + r.URL + ")"
+	}
+	s := orchestrator.MCPServer{Slug: r.Slug, Name: r.Name, Kind: orchestrator.ServerRemote, Transport: "http", URL: r.URL, Auth: r.Auth,
+		Description: r.Description, Published: true, CopySource: orchestrator.CopyAdmin, Custom: true, Endpoints: orchestrator.Endpoints{},
+		Config: orchestrator.ServerConfig{Fields: []orchestrator.CredentialField{}}, Tools: []orchestrator.CatalogTool{}}
+	if r.Auth == orchestrator.AuthToken {
+		s.Config.Header, s.Config.Scheme = r.Header, r.Scheme
+		s.Config.Fields = []orchestrator.CredentialField{{Name: "api_key", Label: r.Name + " API key", Required: true}}
+	}
+	return s, nil
+}
+
+// CheckURL accepts an absolute http or https URL with a host: what an admin may point a server or
+// an endpoint at (a self-hosted deployment, a staging account, a loopback fake).
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2000 {
+		return fmt.Errorf("%q is not an http(s) URL with a host", raw)
+	}
+	return nil
+}
 
 // Load reads and checks the embedded manifests, sorted by slug.
 func Load() ([]orchestrator.MCPServer, error) {
@@ -172,8 +247,10 @@ func Parse(data []byte) (orchestrator.MCPServer, error) {
 		Description: m.Description, Limitations: m.Limitations, SetupHint: m.SetupHint, SeedsTools: m.SeedsTools,
 		Published: true, CopySource: orchestrator.CopySeed,
 		Config: orchestrator.ServerConfig{DefaultOff: m.Config.DefaultOff, DefaultOffMatch: m.Config.DefaultOffMatch, MaxCoins: m.Config.MaxCoins,
+			Header: m.Config.Header, Scheme: m.Config.Scheme, RejectEmpty: m.Config.RejectEmpty, RejectOnly: m.Config.RejectOnly,
 			Fields: []orchestrator.CredentialField{}},
-		Tools: []orchestrator.CatalogTool{},
+		Endpoints: orchestrator.Endpoints{},
+		Tools:     []orchestrator.CatalogTool{},
 	}
 	var problems []string
 	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
@@ -195,6 +272,18 @@ func Parse(data []byte) (orchestrator.MCPServer, error) {
 	if u, err := url.Parse(s.URL); err != nil || u.Scheme != "https" || u.Host == "" {
 		bad("url %q must be an https URL", s.URL)
 	}
+	for name, e := range m.Endpoints {
+		if u, err := url.Parse(e); !endpointPattern.MatchString(name) || err != nil || u.Scheme != "https" || u.Host == "" {
+			bad("endpoint %q = %q: needs a name matching %s and an https URL", name, e, endpointPattern)
+		}
+		s.Endpoints[name] = e
+	}
+	if !headerPattern.MatchString(s.Config.Header) || strings.ContainsAny(s.Config.Scheme, " \t\r\n") {
+		bad("config.header %q must be an HTTP header name and config.scheme %q one word", s.Config.Header, s.Config.Scheme)
+	}
+	if (s.Config.Header != "" || s.Config.Scheme != "") && s.Auth != orchestrator.AuthToken {
+		bad("config.header and config.scheme are for token servers")
+	}
 	fields := map[string]bool{}
 	for _, f := range m.Config.Fields {
 		if !fieldPattern.MatchString(f.Name) || fields[f.Name] || f.Label == "" {
@@ -214,7 +303,7 @@ func Parse(data []byte) (orchestrator.MCPServer, error) {
 	}
 	tools := map[string]bool{}
 	for _, t := range m.Tools {
-		if !toolPattern.MatchString(orchestrator.NamespacedTool(s.Slug, t.Name)) || tools[t.Name] {
+		if !toolPattern.MatchString(s.Slug+"_"+t.Name) || tools[t.Name] {
 			bad("tool %q: needs a unique name whose namespaced form %s_%s is a valid tool name", t.Name, s.Slug, t.Name)
 		}
 		tools[t.Name] = true

@@ -23,6 +23,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case orchestrator.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case orchestrator.EUPSTREAM:
+		return http.StatusBadGateway
 	case "EMETHOD":
 		return http.StatusMethodNotAllowed
 	case "ETOOLARGE":

@@ -75,15 +75,20 @@ func (s *Store) SeedCatalog(ctx context.Context, servers []orchestrator.MCPServe
 			if err != nil {
 				return fmt.Errorf("seed %s: %w", srv.Slug, err)
 			}
-			b.Queue(`INSERT INTO mcp_servers (slug, name, kind, transport, url, auth, config, description, limitations, setup_hint, seeds_tools, published, copy_source, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, true, 'seed', $12, $12)
+			endpoints, err := json.Marshal(srv.Endpoints)
+			if err != nil {
+				return fmt.Errorf("seed %s: %w", srv.Slug, err)
+			}
+			// The admin's URL and endpoints (admin_url, admin_endpoints) are columns of their own: a reseed keeps them.
+			b.Queue(`INSERT INTO mcp_servers (slug, name, kind, transport, url, auth, config, description, limitations, setup_hint, seeds_tools, published, copy_source, endpoints, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, true, 'seed', $13, $12, $12)
 				ON CONFLICT (slug) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind, transport = EXCLUDED.transport,
-					url = EXCLUDED.url, auth = EXCLUDED.auth, config = EXCLUDED.config, seeds_tools = EXCLUDED.seeds_tools,
+					url = EXCLUDED.url, auth = EXCLUDED.auth, config = EXCLUDED.config, seeds_tools = EXCLUDED.seeds_tools, endpoints = EXCLUDED.endpoints,
 					description = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.description ELSE EXCLUDED.description END,
 					limitations = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.limitations ELSE EXCLUDED.limitations END,
 					setup_hint = CASE WHEN mcp_servers.copy_source = 'admin' THEN mcp_servers.setup_hint ELSE EXCLUDED.setup_hint END,
 					updated_at = EXCLUDED.updated_at`,
-				srv.Slug, srv.Name, srv.Kind, srv.Transport, srv.URL, srv.Auth, cfg, srv.Description, srv.Limitations, srv.SetupHint, srv.SeedsTools, now)
+				srv.Slug, srv.Name, srv.Kind, srv.Transport, srv.URL, srv.Auth, cfg, srv.Description, srv.Limitations, srv.SetupHint, srv.SeedsTools, now, endpoints)
 			names := make([]string, 0, len(srv.Tools))
 			for _, t := range srv.Tools {
 				names = append(names, t.Name)
@@ -114,17 +119,22 @@ func (s *Store) SeedPlatformBindings(ctx context.Context, tools []string, now ti
 	return nil
 }
 
-const serverColumns = "slug, name, kind, transport, url, auth, config, description, limitations, setup_hint, seeds_tools, published, copy_source, updated_at"
+// serverColumns read a catalog row as it is in effect: the admin's URL and endpoints over the seeded ones.
+const serverColumns = `slug, name, kind, transport, COALESCE(admin_url, url), auth, config, description, limitations, setup_hint, seeds_tools,
+	published, copy_source, updated_at, custom, endpoints || admin_endpoints`
 
 func scanServer(r pgx.Row) (orchestrator.MCPServer, error) {
 	var srv orchestrator.MCPServer
-	var cfg []byte
+	var cfg, endpoints []byte
 	if err := r.Scan(&srv.Slug, &srv.Name, &srv.Kind, &srv.Transport, &srv.URL, &srv.Auth, &cfg, &srv.Description, &srv.Limitations,
-		&srv.SetupHint, &srv.SeedsTools, &srv.Published, &srv.CopySource, &srv.UpdatedAt); err != nil {
+		&srv.SetupHint, &srv.SeedsTools, &srv.Published, &srv.CopySource, &srv.UpdatedAt, &srv.Custom, &endpoints); err != nil {
 		return srv, err
 	}
 	if err := json.Unmarshal(cfg, &srv.Config); err != nil {
 		return srv, fmt.Errorf("server %s config: %w", srv.Slug, err)
+	}
+	if err := json.Unmarshal(endpoints, &srv.Endpoints); err != nil {
+		return srv, fmt.Errorf("server %s endpoints: %w", srv.Slug, err)
 	}
 	if srv.Config.Fields == nil {
 		srv.Config.Fields = []orchestrator.CredentialField{}
@@ -197,11 +207,38 @@ func (s *Store) attachTools(ctx context.Context, servers []orchestrator.MCPServe
 	return nil
 }
 
-// PatchServer applies an admin edit; the row becomes copy_source=admin so reseeds keep it.
+// PatchServer applies an admin edit in one statement: a copy edit makes the row copy_source=admin
+// so reseeds keep it; the URL and endpoints go to admin_url and admin_endpoints, which reseeds never
+// touch (a URL of JSON null, or an endpoint set to null, restores the seeded value).
 func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch, now time.Time) (orchestrator.MCPServer, error) {
+	setURL, restoreURL := len(p.URL) > 0, string(p.URL) == "null"
+	var adminURL *string
+	if setURL && !restoreURL {
+		var u string
+		if err := json.Unmarshal(p.URL, &u); err != nil {
+			return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "url must be a string or null")
+		}
+		adminURL = &u
+	}
+	set, unset := map[string]string{}, []string{}
+	for name, v := range p.Endpoints {
+		if v == nil {
+			unset = append(unset, name)
+		} else {
+			set[name] = *v
+		}
+	}
+	setJSON, err := json.Marshal(set)
+	if err != nil {
+		return orchestrator.MCPServer{}, fmt.Errorf("patch server %s: %w", slug, err)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE mcp_servers SET description = COALESCE($2, description), limitations = COALESCE($3, limitations),
-		setup_hint = COALESCE($4, setup_hint), published = COALESCE($5, published), copy_source = 'admin', updated_at = $6 WHERE slug = $1`,
-		slug, p.Description, p.Limitations, p.SetupHint, p.Published, now)
+		setup_hint = COALESCE($4, setup_hint), published = COALESCE($5, published),
+		copy_source = CASE WHEN $7 THEN 'admin' ELSE copy_source END,
+		admin_url = CASE WHEN $8 THEN $9 ELSE admin_url END,
+		admin_endpoints = (admin_endpoints - $10::text[]) || $11::jsonb,
+		updated_at = $6 WHERE slug = $1`,
+		slug, p.Description, p.Limitations, p.SetupHint, p.Published, now, p.CopyEdit(), setURL, adminURL, unset, setJSON)
 	if err != nil {
 		return orchestrator.MCPServer{}, fmt.Errorf("patch server %s: %w", slug, err)
 	}
@@ -209,6 +246,25 @@ func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.Ser
 		return orchestrator.MCPServer{}, notFound("catalog server", slug)
 	}
 	return s.GetServer(ctx, slug)
+}
+
+// CreateServer adds an admin's custom server; a slug already in the catalog is ECONFLICT.
+func (s *Store) CreateServer(ctx context.Context, srv orchestrator.MCPServer, now time.Time) (orchestrator.MCPServer, error) {
+	cfg, err := json.Marshal(srv.Config)
+	if err != nil {
+		return srv, fmt.Errorf("create server %s: %w", srv.Slug, err)
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO mcp_servers (slug, name, kind, transport, url, auth, config, description, limitations, setup_hint,
+			seeds_tools, published, copy_source, custom, created_at, updated_at)
+		VALUES ($1, $2, 'remote', 'http', $3, $4, $5, $6, '', '', false, true, 'admin', true, $7, $7) ON CONFLICT (slug) DO NOTHING`,
+		srv.Slug, srv.Name, srv.URL, srv.Auth, cfg, srv.Description, now)
+	if err != nil {
+		return srv, fmt.Errorf("create server %s: %w", srv.Slug, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return srv, orchestrator.Errorf(orchestrator.ECONFLICT, "the catalog already has a server %q; pick another slug", srv.Slug)
+	}
+	return s.GetServer(ctx, srv.Slug)
 }
 
 // PatchTool applies an admin edit to one catalog tool; reseeds then keep it.
@@ -226,13 +282,13 @@ func (s *Store) PatchTool(ctx context.Context, slug, name string, p orchestrator
 
 const connectionColumns = `c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''),
 	c.status, c.account_hint, c.settings, c.verified_at, c.listed_at, c.created_at, c.updated_at,
-	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id)`
+	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id), c.list_error, c.transport`
 
 func scanConnection(r pgx.Row) (orchestrator.Connection, error) {
 	var c orchestrator.Connection
 	var settings []byte
 	err := r.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status, &c.AccountHint, &settings,
-		&c.VerifiedAt, &c.ListedAt, &c.CreatedAt, &c.UpdatedAt, &c.ToolCount)
+		&c.VerifiedAt, &c.ListedAt, &c.CreatedAt, &c.UpdatedAt, &c.ToolCount, &c.ListError, &c.Transport)
 	c.Settings = settings
 	return c, err
 }
@@ -266,32 +322,12 @@ func (s *Store) Connect(ctx context.Context, w orchestrator.ConnectWrite) (orche
 			settings = json.RawMessage(`{}`)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, credentials = $3, settings = $4,
-			verified_at = $5, listed_at = $6, updated_at = $6 WHERE id = $1`, id, w.AccountHint, w.Seal(id), []byte(settings), verified, w.Now); err != nil {
+			verified_at = $5, listed_at = $6, updated_at = $6, transport = $7, list_error = '', relist_until = NULL WHERE id = $1`,
+			id, w.AccountHint, w.Seal(id), []byte(settings), verified, w.Now, w.Transport); err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM mcp_tools WHERE connection_id = $1", id); err != nil {
-			return fmt.Errorf("connect: replace listed tools: %w", err)
-		}
-		if len(w.Tools) > 0 {
-			rows := make([][]any, len(w.Tools))
-			var off []string
-			for i, t := range w.Tools {
-				rows[i] = []any{id, t.RemoteName, t.Name, t.Description, []byte(t.InputSchema), []byte(t.OfferedSchema), w.Now}
-				if t.DefaultOff {
-					off = append(off, t.Name)
-				}
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"connection_id", "remote_name", "name", "description", "input_schema", "offered_schema", "listed_at"},
-				pgx.CopyFromRows(rows)); err != nil {
-				return fmt.Errorf("connect: write listed tools: %w", err)
-			}
-			// First appearance writes the overlay Off at the owner; an existing overlay stays as it is.
-			if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, org_id, guild_id, agent_id, created_at, updated_at)
-				SELECT $1, $2, 'mcp_tool', n, false, $3, $4, $5, $6, $6 FROM unnest($7::text[]) AS n
-				ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO NOTHING`,
-				w.Owner.Scope, scopeID, org, guild, agent, w.Now, off); err != nil {
-				return fmt.Errorf("connect: default-off overlays: %w", err)
-			}
+		if _, err := writeListing(ctx, tx, w.Server, id, w.Owner, w.Tools, w.Now); err != nil {
+			return fmt.Errorf("connect: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
 			VALUES ($1, $2, 'mcp', $3, true, $4, $5, $6, $7, $8, $8)
@@ -479,7 +515,7 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 		return err
 	})
 	b.Queue(`SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''), c.status,
-			s.name, s.kind, s.published, t.remote_name, t.name, t.description, t.offered_schema
+			c.listed_at, s.name, s.kind, s.auth, s.published, t.remote_name, t.name, t.description, t.offered_schema
 		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug
 		LEFT JOIN mcp_tools t ON t.connection_id = c.id
 			AND NOT EXISTS (SELECT 1 FROM mcp_catalog_tools ct WHERE ct.server_slug = c.server_slug AND ct.name = t.remote_name AND NOT ct.published)
@@ -490,7 +526,7 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 			var remote, name, desc *string
 			var schema []byte
 			if err := rows.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status,
-				&c.ServerName, &c.ServerKind, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
+				&c.ListedAt, &c.ServerName, &c.ServerKind, &c.ServerAuth, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
 				return err
 			}
 			if prev, ok := res.Connections[c.ID]; ok {
