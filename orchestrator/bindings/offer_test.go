@@ -8,6 +8,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
 
@@ -129,14 +130,26 @@ func TestRunOfferMCP(t *testing.T) {
 	if coin.ConnectionID != guild.ID || coin.RemoteName != "coin" || coin.Server != "coingecko" || !strings.Contains(string(coin.InputSchema), `"id"`) {
 		t.Fatalf("snapshot of coingecko_coin: %+v", coin)
 	}
-	// Calling it answers that the MCP client is not available, never a made-up result.
+	// Without an MCP caller the call answers so, never a made-up result.
 	res, err := w.runs.Call(w.ctx, run.ID, runs.CallRequest{Name: "coingecko_coin", Arguments: []byte(`{"id":"bitcoin"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(res.Result, "ERROR: coingecko_coin is the coin tool of the coingecko connector") || !strings.Contains(res.Result, "no MCP client yet") {
+	if !strings.HasPrefix(res.Result, "ERROR: coingecko_coin is the coin tool of the coingecko connector") || !strings.Contains(res.Result, "runs without an MCP client") {
 		t.Fatalf("MCP call result %q", res.Result)
 	}
+	// With the MCP client, a local adapter's tool says its adapter is not built yet.
+	pool := mcp.New(mcp.Config{})
+	defer pool.Close()
+	w.runs.MCP = &bindings.Remote{Store: w.store, Box: w.box, Client: mcp.Client{Pool: pool}}
+	res, err = w.runs.Call(w.ctx, run.ID, runs.CallRequest{Name: "coingecko_coin", Arguments: []byte(`{"id":"bitcoin"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Result, "ERROR: coingecko_coin is a tool of the coingecko connector") || !strings.Contains(res.Result, "local adapter is not built in this orchestrator yet") {
+		t.Fatalf("adapter call result %q", res.Result)
+	}
+	w.runs.MCP = nil
 	// A tool the snapshot lacks is refused, native or MCP.
 	for _, name := range []string{"coingecko_new", "browser_snapshot", "x_search"} {
 		res, err = w.runs.Call(w.ctx, run.ID, runs.CallRequest{Name: name})

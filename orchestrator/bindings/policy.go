@@ -17,9 +17,10 @@ import (
 // whatever the bindings say (config flags, run kinds, integrations). It implements
 // runs.MCPOfferPolicy, reading everything it needs in one database round trip.
 type Policy struct {
-	Store Store
-	Rules runs.DefaultOffer // the config-flag, run-kind and integration rules
-	Log   *slog.Logger
+	Store  Store
+	Rules  runs.DefaultOffer // the config-flag, run-kind and integration rules
+	Remote *Remote           // relists stale listings of connected remote logins at run start; nil never relists
+	Log    *slog.Logger
 }
 
 var _ runs.MCPOfferPolicy = (*Policy)(nil)
@@ -49,6 +50,12 @@ func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []r
 		return nil, nil, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
 	}
 	ix := newIndex(res.Rows)
+	if p.relist(ctx, ix, res) {
+		if res, err = p.Store.Resolution(ctx, AgentChain(in.Agent)); err != nil {
+			return nil, nil, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
+		}
+		ix = newIndex(res.Rows)
+	}
 	var native []registry.Tool
 	for _, t := range tools {
 		if t.Family == orchestrator.FamilyAlways {
@@ -67,6 +74,38 @@ func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []r
 		return nil, nil, err
 	}
 	return native, mcp, nil
+}
+
+// relist relists, before the offer is decided, every connected remote login of an enabled server
+// whose stored list is stale (older than the TTL, or the server said it changed), and reports
+// whether any list was rewritten. A relist that fails keeps the stored list and logs.
+func (p *Policy) relist(ctx context.Context, ix index, res orchestrator.Resolution) bool {
+	if p.Remote == nil {
+		return false
+	}
+	rewritten := false
+	for k := range ix {
+		if k.kind != orchestrator.CatalogMCP {
+			continue
+		}
+		st := ix.walk(orchestrator.CatalogMCP, k.id)
+		conn, ok := res.Connections[st.ConnectionID]
+		if !st.Enabled || !ok || conn.Server != k.id || conn.Status != orchestrator.ConnConnected ||
+			conn.ServerKind != orchestrator.ServerRemote || conn.ServerAuth == orchestrator.AuthOAuth {
+			continue
+		}
+		stale, changed := p.Remote.Stale(conn.Connection)
+		if !stale {
+			continue
+		}
+		diff, err := p.Remote.Refresh(ctx, conn.ID, changed)
+		if err != nil {
+			p.log().Warn("MCP relist at run start failed; offering the stored list", "connection_id", conn.ID, "server", conn.Server, "err", err.Error())
+			continue
+		}
+		rewritten = rewritten || diff != nil
+	}
+	return rewritten
 }
 
 // mcpOffer walks every server with a binding row in the chain: an enabled server through a pending

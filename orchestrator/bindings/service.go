@@ -24,7 +24,8 @@ type Service struct {
 	Registry  *registry.Registry
 	Manifests []orchestrator.MCPServer // catalog.Load(): the seed, and the curated tool lists
 	Box       *sealed.Box              // GUILDS_SECRET_KEY; nil: Connect is unavailable
-	Verifiers map[string]Verifier      // per server slug; a server without one uses Unverified
+	Verifiers map[string]Verifier      // per server slug; a server without one uses Remote (remote servers) or Unverified
+	Remote    *Remote                  // the MCP client's logins; nil: remote servers are not asked anything
 	Policy    *Policy                  // the offer rules, for the access views
 	Now       func() time.Time
 	Log       *slog.Logger
@@ -61,13 +62,46 @@ func (s *Service) ListServers(ctx context.Context, all bool) ([]orchestrator.MCP
 	return s.Store.ListServers(ctx, !all)
 }
 
-// PatchServer applies an admin edit of a server's operator-facing copy.
+// PatchServer applies an admin edit of a server's operator-facing copy, its url and its named
+// endpoints (null restores the seeded value; an unknown endpoint name is EINVALID naming the known ones).
 func (s *Service) PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch) (orchestrator.MCPServer, error) {
-	if _, err := s.server(ctx, slug); err != nil {
+	srv, err := s.server(ctx, slug)
+	if err != nil {
 		return orchestrator.MCPServer{}, err
 	}
-	if p.Description == nil && p.Limitations == nil && p.SetupHint == nil && p.Published == nil {
-		return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "nothing to change: send description, limitations, setup_hint or published")
+	if !p.CopyEdit() && len(p.URL) == 0 && len(p.Endpoints) == 0 {
+		return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "nothing to change: send description, limitations, setup_hint, published, url or endpoints")
+	}
+	if len(p.URL) > 0 && string(p.URL) != "null" {
+		var u string
+		if err := json.Unmarshal(p.URL, &u); err != nil {
+			return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "url must be a string, or null to restore the seeded URL")
+		}
+		if err := catalog.CheckURL(u); err != nil {
+			return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "url: %v", err)
+		}
+	}
+	if len(p.Endpoints) > 0 {
+		seeded := s.seededEndpoints(srv)
+		known := make([]string, 0, len(seeded))
+		for n := range seeded {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		for name, v := range p.Endpoints {
+			if _, ok := seeded[name]; !ok {
+				list := "none"
+				if len(known) > 0 {
+					list = strings.Join(known, ", ")
+				}
+				return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "%s has no endpoint %q; its endpoints are %s", srv.Name, name, list)
+			}
+			if v != nil {
+				if err := catalog.CheckURL(*v); err != nil {
+					return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.EINVALID, "endpoints.%s: %v", name, err)
+				}
+			}
+		}
 	}
 	for name, v := range map[string]*string{"description": p.Description, "limitations": p.Limitations, "setup_hint": p.SetupHint} {
 		if v != nil && utf8.RuneCountInString(*v) > 4000 {
@@ -106,6 +140,36 @@ func (s *Service) PatchTool(ctx context.Context, slug, name string, p orchestrat
 		p.Description = &d
 	}
 	return s.Store.PatchTool(ctx, slug, name, p, s.now())
+}
+
+// seededEndpoints returns the endpoints a server's manifest declares (a custom server has none).
+func (s *Service) seededEndpoints(srv orchestrator.MCPServer) orchestrator.Endpoints {
+	for _, m := range s.Manifests {
+		if m.Slug == srv.Slug {
+			return m.Endpoints
+		}
+	}
+	return orchestrator.Endpoints{}
+}
+
+// CreateServer adds an instance admin's remote MCP server (see catalog.Custom); a slug of a
+// manifest, or of a server already added, is ECONFLICT.
+func (s *Service) CreateServer(ctx context.Context, req catalog.CustomRequest) (orchestrator.MCPServer, error) {
+	srv, err := catalog.Custom(req)
+	if err != nil {
+		return srv, err
+	}
+	for _, m := range s.Manifests {
+		if m.Slug == srv.Slug || orchestrator.NamespacedTool(m.Slug, "") == orchestrator.NamespacedTool(srv.Slug, "") {
+			return orchestrator.MCPServer{}, orchestrator.Errorf(orchestrator.ECONFLICT, "%q is the slug of the catalog's %s; pick another", srv.Slug, m.Name)
+		}
+	}
+	out, err := s.Store.CreateServer(ctx, srv, s.now())
+	if err != nil {
+		return out, err
+	}
+	s.log().Info("custom MCP server added", "server", out.Slug, "auth", out.Auth)
+	return out, nil
 }
 
 // server reads a catalog row, naming the known slugs when it does not exist.
@@ -181,6 +245,8 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s connects by installing the box's GitHub App, which this orchestrator does not offer yet; nothing was written", srv.Name)
 	case srv.Auth == orchestrator.AuthOAuth:
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s connects through a browser OAuth login, which this orchestrator does not offer yet; nothing was written", srv.Name)
+	case srv.Auth == orchestrator.AuthNone && srv.Kind == orchestrator.ServerRemote:
+		// A remote server without auth connects with no credentials: Connect still lists its tools.
 	case srv.Auth != orchestrator.AuthToken:
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s takes no login (auth %s)", srv.Name, srv.Auth)
 	}
@@ -198,15 +264,22 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	if err != nil {
 		return orchestrator.Connection{}, err
 	}
+	// A local adapter is checked against its manifest (the curated tools and what they require); a
+	// remote server against its row as in effect (an admin's URL, a custom server).
 	manifest := srv
-	for _, m := range s.Manifests {
-		if m.Slug == srv.Slug {
-			manifest = m
+	if srv.Kind == orchestrator.ServerLocal {
+		for _, m := range s.Manifests {
+			if m.Slug == srv.Slug {
+				manifest = m
+			}
 		}
 	}
 	var v Verifier = Unverified{}
-	if s.Verifiers[srv.Slug] != nil {
+	switch {
+	case s.Verifiers[srv.Slug] != nil:
 		v = s.Verifiers[srv.Slug]
+	case srv.Kind == orchestrator.ServerRemote && s.Remote != nil:
+		v = s.Remote
 	}
 	ver, err := v.Verify(ctx, manifest, creds)
 	if err != nil {
@@ -216,6 +289,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	if err != nil {
 		return orchestrator.Connection{}, err
 	}
+	tools = append(tools, listedRemote(s.log(), srv, ver.Listed)...)
 	plain, err := json.Marshal(creds)
 	if err != nil {
 		return orchestrator.Connection{}, fmt.Errorf("encode credentials: %w", err)
@@ -227,11 +301,14 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	conn, err := s.Store.Connect(ctx, orchestrator.ConnectWrite{
 		Server: srv, Owner: owner, NewID: orchestrator.NewID(orchestrator.PrefixConnection), AccountHint: hint, Settings: settings,
 		Seal:     func(id string) []byte { return s.Box.Seal(plain, SealedFor(id)) },
-		Verified: ver.Checked, Tools: tools, Now: s.now(),
+		Verified: ver.Checked, Tools: tools, Transport: ver.Transport, Now: s.now(),
 	})
 	clear(plain)
 	if err != nil {
 		return orchestrator.Connection{}, err
+	}
+	if s.Remote != nil {
+		s.Remote.Client.Forget(conn.ID) // a retried login's old session must not outlive its old credentials
 	}
 	s.log().Info("connection connected", "connection_id", conn.ID, "server", srv.Slug, "scope", owner.Scope, "scope_id", owner.ID(),
 		"tools", len(tools), "verified", ver.Checked)
@@ -344,8 +421,49 @@ func (s *Service) DeleteConnection(ctx context.Context, id string) error {
 	if err := s.Store.DeleteConnection(ctx, id); err != nil {
 		return err
 	}
+	if s.Remote != nil {
+		s.Remote.Client.Forget(id)
+	}
 	s.log().Info("connection deleted", "connection_id", id)
 	return nil
+}
+
+// RefreshConnection relists a connected login now and answers what changed; a relist that fails
+// keeps the stored list and is EUPSTREAM naming what the server answered.
+func (s *Service) RefreshConnection(ctx context.Context, id string) (orchestrator.ListingDiff, error) {
+	conn, err := s.GetConnection(ctx, id)
+	if err != nil {
+		return orchestrator.ListingDiff{}, err
+	}
+	if conn.Status != orchestrator.ConnConnected {
+		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.ECONFLICT, "connection %s is %s: connect it before refreshing its tools", id, conn.Status)
+	}
+	srv, err := s.server(ctx, conn.Server)
+	if err != nil {
+		return orchestrator.ListingDiff{}, err
+	}
+	if srv.Kind != orchestrator.ServerRemote || srv.Auth == orchestrator.AuthOAuth || s.Remote == nil {
+		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.EINVALID, "%s's tools are not listed by a remote MCP server this orchestrator can reach, so there is nothing to refresh", srv.Name)
+	}
+	diff, err := s.Remote.Refresh(ctx, id, true)
+	if err != nil {
+		return orchestrator.ListingDiff{}, errUpstream(id, err)
+	}
+	if diff == nil {
+		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.ECONFLICT, "connection %s is no longer connected; nothing was relisted", id)
+	}
+	return *diff, nil
+}
+
+// TestCall calls one listed tool of a connected login for the operator (see Remote.TestCall).
+func (s *Service) TestCall(ctx context.Context, id, name string, args json.RawMessage) (TestResult, error) {
+	if s.Remote == nil {
+		if _, err := s.GetConnection(ctx, id); err != nil {
+			return TestResult{}, err
+		}
+		return TestResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "this orchestrator runs without an MCP client, so a login's tools cannot be called")
+	}
+	return s.Remote.TestCall(ctx, id, name, args, 0)
 }
 
 // BindingRequest is the body of PUT and DELETE /api/bindings.

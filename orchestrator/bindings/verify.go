@@ -18,7 +18,9 @@ type Verifier interface {
 type Verification struct {
 	Checked     bool                       // the provider accepted the credentials (recorded as verified_at)
 	AccountHint string                     // what to show for the login, when the provider says ("" keeps the operator's)
-	Tools       []orchestrator.CatalogTool // the tools the login lists
+	Tools       []orchestrator.CatalogTool // the tools the login lists (a local adapter's curated list)
+	Listed      []orchestrator.ListedTool  // a remote server's listing, already namespaced
+	Transport   string                     // remote servers: the transport the listing went over
 }
 
 // Unverified is the Verifier of every server until its connector lands: it does NOT check the

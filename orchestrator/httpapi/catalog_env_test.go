@@ -8,6 +8,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
@@ -27,8 +28,11 @@ func catalogFor(t testing.TB, store *postgres.Store, reg *registry.Registry, get
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Log: log}
-	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Log: log}
+	pool := mcp.New(mcp.Config{Logger: log})
+	t.Cleanup(func() { pool.Close() })
+	remote := &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Log: log}
+	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
+	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Log: log}
 	ctx := context.Background()
 	if err := svc.Seed(ctx); err != nil {
 		t.Fatal(err)

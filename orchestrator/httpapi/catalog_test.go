@@ -104,14 +104,14 @@ func TestCatalogConnectBindAndRun(t *testing.T) {
 	e.must(200, "GET", "/api/guilds/"+guildID+"/tools", nil)
 	e.must(200, "GET", "/api/orgs/"+orgID+"/tools", nil)
 
-	// A run offers the listed tools the overlays leave on; calling one says the MCP client is not here yet.
+	// A run offers the listed tools the overlays leave on; calling one says its local adapter is not built yet.
 	run := e.must(201, "POST", "/api/agents/"+agentID+"/runs", map[string]any{"kind": "direct"})
 	names := offered(run)
 	if !slices.Contains(names, "coingecko_coin") || slices.Contains(names, "coingecko_new") || !slices.Contains(names, "echo") {
 		t.Fatalf("offered %v", names)
 	}
 	res := e.must(200, "POST", "/api/runs/"+run["id"].(string)+"/calls", map[string]any{"name": "coingecko_coin", "arguments": map[string]any{"id": "bitcoin"}})
-	if !strings.Contains(res["result"].(string), "no MCP client yet") {
+	if !strings.Contains(res["result"].(string), "local adapter is not built in this orchestrator yet") {
 		t.Fatalf("MCP call %v", res)
 	}
 

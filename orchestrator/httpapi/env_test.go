@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
@@ -132,7 +133,8 @@ func newEnv(t *testing.T, getenv func(string) string) *env {
 	store := postgres.NewStore(e.pool)
 	reg := testTools(t, e.order)
 	cat, policy := catalogFor(t, store, reg, getenv, log)
-	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, Log: log}
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Remote, Log: log,
+		Secrets: bindings.ConnectionSecrets{Store: store, Box: cat.Box}}
 	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Getenv: getenv, Log: log})
 	return e
 }

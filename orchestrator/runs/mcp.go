@@ -2,11 +2,14 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/pipeline"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
@@ -62,9 +65,40 @@ func offeredMCP(run orchestrator.Run, name string) (orchestrator.OfferedTool, bo
 	return orchestrator.OfferedTool{}, false
 }
 
-// mcpUnavailable is the result of calling an offered MCP tool: this orchestrator has no MCP client
-// or adapter calls yet, so the call is answered with an error, never a made-up result.
+// mcpUnavailable is the result of calling an offered MCP tool on a service built without an MCP
+// caller: the call is answered with an error, never a made-up result.
 func mcpUnavailable(t orchestrator.OfferedTool) string {
-	return fmt.Sprintf("ERROR: %s is the %s tool of the %s connector (login %s); this orchestrator has no MCP client yet, so MCP and adapter tools cannot be called. Use another offered tool, or call report_issue if you need this one.",
+	return fmt.Sprintf("ERROR: %s is the %s tool of the %s connector (login %s); this orchestrator runs without an MCP client, so MCP and adapter tools cannot be called. Use another offered tool, or call report_issue if you need this one.",
 		t.Name, t.RemoteName, t.Server, t.ConnectionID)
+}
+
+// MCPCaller carries calls of offered MCP tools to their servers (bindings.Remote over the MCP
+// client). An error is the call's ERROR: result; its text names what went wrong, never a credential.
+type MCPCaller interface {
+	CallMCP(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, args json.RawMessage) (string, error)
+}
+
+// toolReported is an error a tool itself reported (an MCP result marked isError).
+type toolReported interface{ ReportedByTool() bool }
+
+// invokeMCP calls an offered MCP tool and returns the invoke triple.
+func (s *Service) invokeMCP(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, rc *registry.Call, red *pipeline.Redactor) (string, func(string) string, string) {
+	if s.MCP == nil {
+		return mcpUnavailable(t), nil, "mcp_unavailable"
+	}
+	out, err := s.MCP.CallMCP(ctx, run, t, rc.Args)
+	if err == nil {
+		return out, nil, ""
+	}
+	var argsErr *registry.ArgsError
+	var tr toolReported
+	switch {
+	case errors.As(err, &argsErr):
+		return "ERROR: " + err.Error(), nil, "arguments"
+	case errors.As(err, &tr) && tr.ReportedByTool():
+		return "ERROR: " + err.Error(), nil, "tool_error"
+	}
+	s.log().Warn("MCP call failed", "run_id", run.ID, "seq", rc.Seq, "call_id", rc.CallID, "tool", t.Name, "server", t.Server,
+		"connection_id", t.ConnectionID, "err", red.Redact(err.Error()))
+	return "ERROR: " + err.Error(), nil, "mcp"
 }

@@ -27,6 +27,7 @@ type Service struct {
 	Offer    OfferPolicy             // what a run offers; DefaultOffer until bindings replace it
 	Secrets  orchestrator.RunSecrets // the run's granted secret values; nil means none
 	Dynamic  DynamicTools            // per-agent tools beside the registry (parameterised scripts); nil means none
+	MCP      MCPCaller               // calls of offered MCP tools; nil answers them with an error
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
@@ -381,7 +382,7 @@ func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string,
 		return fmt.Sprintf("ERROR: tool %q is not offered on this run; call one of: %s", name, strings.Join(names, ", ")), nil, "not_offered"
 	}
 	if t, ok := offeredMCP(run, name); ok {
-		return mcpUnavailable(t), nil, "mcp_unavailable"
+		return s.invokeMCP(ctx, run, t, rc, red)
 	}
 	if t, ok := s.offeredDynamic(run, name); ok {
 		return s.invokeDynamic(ctx, run, t, rc, red)

@@ -106,3 +106,6 @@ type ToolError struct{ Text string }
 
 // Error returns the tool's own text.
 func (e *ToolError) Error() string { return e.Text }
+
+// ReportedByTool marks the error as the tool's own answer, not a failure to reach it.
+func (e *ToolError) ReportedByTool() bool { return true }
