@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/catalog"
 )
 
 // catalogRoutes registers the catalog, connection, binding and access routes, and the run
@@ -13,6 +15,7 @@ import (
 func (s *Server) catalogRoutes(api fiber.Router) {
 	api.Get("/mcp/servers", s.listServers(false))
 	api.Get("/admin/mcp/servers", s.listServers(true))
+	api.Post("/admin/mcp/servers", s.createServer)
 	api.Patch("/admin/mcp/servers/:slug", s.patchServer)
 	api.Patch("/admin/mcp/servers/:slug/tools/:name", s.patchTool)
 	api.Post("/mcp/connections", s.connect)
@@ -20,6 +23,8 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 	api.Get("/mcp/connections/:id", s.getConnection)
 	api.Delete("/mcp/connections/:id", s.deleteConnection)
 	api.Get("/mcp/connections/:id/tools", s.connectionTools)
+	api.Post("/mcp/connections/:id/refresh", s.refreshConnection)
+	api.Post("/mcp/connections/:id/call", s.testCall)
 	api.Put("/bindings", s.putBinding)
 	api.Delete("/bindings", s.deleteBinding)
 	api.Get("/bindings", s.listBindings)
@@ -34,6 +39,9 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 type CatalogService interface {
 	ListServers(ctx context.Context, all bool) ([]orchestrator.MCPServer, error)
 	PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch) (orchestrator.MCPServer, error)
+	CreateServer(ctx context.Context, req catalog.CustomRequest) (orchestrator.MCPServer, error)
+	RefreshConnection(ctx context.Context, id string) (orchestrator.ListingDiff, error)
+	TestCall(ctx context.Context, id, name string, args json.RawMessage) (bindings.TestResult, error)
 	PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch) (orchestrator.MCPServer, error)
 	Connect(ctx context.Context, req bindings.ConnectRequest) (orchestrator.Connection, error)
 	ListConnections(ctx context.Context, scope, id string) ([]orchestrator.Connection, error)
@@ -235,4 +243,58 @@ func (s *Server) nextGeneration(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"run": viewRun(gen.Run), "dropped_tools": gen.Dropped})
+}
+
+func (s *Server) createServer(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req catalog.CustomRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	srv, err := b.CreateServer(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(srv)
+}
+
+// refreshConnection answers POST /api/mcp/connections/:id/refresh: the relist's diff.
+func (s *Server) refreshConnection(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	diff, err := b.RefreshConnection(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(diff)
+}
+
+// testCallRequest is the body of POST /api/mcp/connections/:id/call.
+type testCallRequest struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (s *Server) testCall(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req testCallRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return orchestrator.Errorf(orchestrator.EINVALID, "name is required: the tool as the model sees it, {slug}_{name}")
+	}
+	res, err := b.TestCall(c.UserContext(), c.Params("id"), req.Name, req.Arguments)
+	if err != nil {
+		return err
+	}
+	return c.JSON(res)
 }
