@@ -13,6 +13,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
+	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -46,7 +47,9 @@ commands:
 Configuration comes from the environment and ./.env (the environment wins): GUILDS_LISTEN,
 GUILDS_ADMIN_TOKEN (required by serve), DATABASE_URL (unset: a local PostgreSQL cluster under
 GUILDS_DATA_DIR, default .data/), GUILDS_LOG_LEVEL, GUILDS_SECRET_KEY (32 bytes, base64 or hex: encrypts
-stored credentials; without it Connect is refused), and the integrations' keys.
+stored credentials; without it Connect is refused), GUILDS_MCP_IDLE (default 10m: an MCP session unused
+this long is closed), GUILDS_MCP_LIST_TTL (default 10m: a run start relists an MCP login whose stored
+tool list is older), and the integrations' keys.
 `
 
 // run is the whole program; it returns the exit status.
@@ -81,6 +84,19 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	}
 	return 0
+}
+
+// envDuration reads a duration variable (a Go duration such as 90s or 10m), def when unset.
+func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", name, v)
+	}
+	return d, nil
 }
 
 // newLogger returns the JSON operational logger at the configured level.
@@ -207,7 +223,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 			return err
 		}
 	}
-	cat, policy, err := catalogService(ctx, cfg, store, reg, log)
+	idle, err := envDuration(cfg.Getenv, "GUILDS_MCP_IDLE", mcp.DefaultIdleTimeout)
+	if err != nil {
+		return err
+	}
+	listTTL, err := envDuration(cfg.Getenv, "GUILDS_MCP_LIST_TTL", bindings.DefaultListTTL)
+	if err != nil {
+		return err
+	}
+	// One MCP client session pool for the process; closed (each session's DELETE sent) once the
+	// API has finished its calls in flight.
+	mcpPool := mcp.New(mcp.Config{Logger: log, IdleTimeout: idle})
+	defer mcpPool.Close()
+	cat, policy, err := catalogService(ctx, cfg, store, reg, log, mcp.Client{Pool: mcpPool}, listTTL)
 	if err != nil {
 		return err
 	}
@@ -223,6 +251,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   policy,
 		Dynamic: scr,
+		MCP:     cat.Remote,
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}

@@ -302,3 +302,27 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvDuration: the MCP durations take Go durations, default when unset, and refuse the rest.
+func TestEnvDuration(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", 10 * time.Minute, false},
+		{"90s", 90 * time.Second, false},
+		{"2h", 2 * time.Hour, false},
+		{"ten minutes", 0, true},
+		{"-1m", 0, true},
+		{"0s", 0, true},
+	} {
+		got, err := envDuration(func(string) string { return tc.value }, "GUILDS_MCP_IDLE", 10*time.Minute)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: got %v, %v", tc.value, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "GUILDS_MCP_IDLE") {
+			t.Errorf("%q: the error does not name the variable: %v", tc.value, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
@@ -15,8 +16,10 @@ import (
 )
 
 // catalogService wires the catalog, connections and bindings: it loads the manifests, reseeds the
-// catalog and the platform bindings, and returns the service and the run offer policy.
-func catalogService(ctx context.Context, cfg config.Config, store *postgres.Store, reg *registry.Registry, log *slog.Logger) (*bindings.Service, *bindings.Policy, error) {
+// catalog and the platform bindings, and returns the service and the run offer policy, both
+// reaching remote MCP servers through client, relisting stored lists older than listTTL.
+func catalogService(ctx context.Context, cfg config.Config, store *postgres.Store, reg *registry.Registry, log *slog.Logger,
+	client bindings.MCPClient, listTTL time.Duration) (*bindings.Service, *bindings.Policy, error) {
 	manifests, err := catalog.Load()
 	if err != nil {
 		return nil, nil, err
@@ -29,8 +32,9 @@ func catalogService(ctx context.Context, cfg config.Config, store *postgres.Stor
 	} else {
 		log.Warn(sealed.KeyVar + " is not set: connections cannot store credentials, so Connect answers an error; set it (openssl rand -base64 32)")
 	}
-	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: cfg.Getenv}, Log: log}
-	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Log: log}
+	remote := &bindings.Remote{Store: store, Box: box, Client: client, TTL: listTTL, Log: log}
+	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: cfg.Getenv}, Remote: remote, Log: log}
+	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Log: log}
 	if err := svc.Seed(ctx); err != nil {
 		return nil, nil, fmt.Errorf("seed: %w", err)
 	}
