@@ -17,14 +17,14 @@ type Extractor interface {
 // linked only into builds with cgo; nil elsewhere, where guilds-code-parse parses the files.
 var NewExtractor func() Extractor
 
-// useWorker makes a build with cgo parse through guilds-code-parse as the build without cgo does
+// useWorker makes a build that links extract parse through guilds-code-parse as guilds-code does
 // (the tests of the worker path set it).
 var useWorker = false
 
 // parseAll brings the files in todo into the graph. A file whose content hash is the one prev[i] holds
 // (only its mtime moved) keeps its parse without starting a parser; the rest are parsed in this
-// process when it has tree-sitter (NewExtractor), else by guilds-code-parse. It returns the files parsed,
-// how many were left for lack of time, and the files the parser crashed on.
+// process when it has tree-sitter (NewExtractor), else by guilds-code-parse. It returns the files
+// parsed, how many were left for lack of time, and the files the parser crashed on.
 func parseAll(ctx context.Context, root string, todo []seen, prev []*File) ([]*File, int, []Failure, error) {
 	if len(todo) == 0 {
 		return nil, 0, nil, nil
