@@ -33,7 +33,7 @@ const leakedSecret = "ghs_S3cretTokenValue42xyz"
 
 // env is one API over a fresh database with the test tools registered.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	app   *fiber.App
 	pool  *pgxpool.Pool
 	logs  *syncBuffer

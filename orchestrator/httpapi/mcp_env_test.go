@@ -132,7 +132,7 @@ type mcpEnv struct {
 }
 
 // newMCPEnv builds the API over db (a fresh one when nil) and a clock (a new one when nil).
-func newMCPEnv(t *testing.T, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcpEnv {
+func newMCPEnv(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcpEnv {
 	t.Helper()
 	if db == nil {
 		db = pgtest.NewDB(t)
@@ -155,6 +155,15 @@ func newMCPEnv(t *testing.T, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcp
 	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
 	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Now: clk.Now, Log: log}
 	if err := svc.Seed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var names []string // the test tools of binding families are on at the platform, as seed tools are
+	for _, tool := range reg.List() {
+		if catalog.IsBindingFamily(tool.Family) {
+			names = append(names, tool.Name)
+		}
+	}
+	if err := store.SeedPlatformBindings(context.Background(), names, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	rs := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log,
@@ -190,4 +199,3 @@ func (e *mcpEnv) count(q string, args ...any) int {
 	}
 	return n
 }
-
