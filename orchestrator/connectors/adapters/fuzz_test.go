@@ -1,6 +1,8 @@
 package adapters_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -81,5 +83,41 @@ func FuzzProviderMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = adapters.ProviderMessage(b)
+	})
+}
+
+// FuzzPairs checks the chart parser never panics and, on what encoding/json reads as an object
+// of [number, number] series, agrees with it.
+func FuzzPairs(f *testing.F) {
+	for _, s := range []string{`{"prices":[[1711843200000,69702.3087473573],[1711929600000,71246.95]],"x":{"a":[1,"b"]}}`,
+		`{"circulating_supply":[[1712448000000,"19675268.0"]]}`, `{}`, `{"a":[[1,null]]}`, `[`, `{"a":[[1,2]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := adapters.Pairs(b)
+		var ref map[string][][]float64
+		if json.Unmarshal(b, &ref) != nil || bytes.Contains(b, []byte("null")) {
+			return
+		}
+		for _, v := range ref {
+			for _, p := range v {
+				if len(p) != 2 {
+					return
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("Pairs failed on %q, which encoding/json reads: %v", b, err)
+		}
+		for k, v := range ref {
+			if len(got[k]) != len(v) {
+				t.Fatalf("%s: %d points, encoding/json %d", k, len(got[k]), len(v))
+			}
+			for i := range v {
+				if got[k][i].V != v[i][1] || got[k][i].T != int64(v[i][0]) {
+					t.Fatalf("%s[%d] = %v, encoding/json %v", k, i, got[k][i], v[i])
+				}
+			}
+		}
 	})
 }

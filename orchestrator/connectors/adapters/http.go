@@ -255,3 +255,16 @@ func messageOf(v any, depth int) string {
 	}
 	return ""
 }
+
+// Series sends r and reads its answer with Pairs: an object of [ms, value] series.
+func (c HTTP) Series(ctx context.Context, r Request) (map[string][]Point, error) {
+	body, err := c.Do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Pairs(body)
+	if err != nil {
+		return nil, &Error{Kind: KindMalformed, Provider: c.Provider, Msg: "answered a chart that is not the expected JSON"}
+	}
+	return m, nil
+}

@@ -46,10 +46,14 @@ func (t *Table) Cap(limit int) {
 
 // MoreRows is the trailing line of a capped list: how many rows were left out and how to get them.
 func MoreRows(n, limit int) string {
-	if limit >= MaxRows {
-		return fmt.Sprintf("… %d more rows: %d is the most one call shows; narrow the request", n, MaxRows)
+	rows := "rows"
+	if n == 1 {
+		rows = "row"
 	}
-	return fmt.Sprintf("… %d more rows: pass limit (up to %d)", n, MaxRows)
+	if limit >= MaxRows {
+		return fmt.Sprintf("… %d more %s: %d is the most one call shows; narrow the request", n, rows, MaxRows)
+	}
+	return fmt.Sprintf("… %d more %s: pass limit (up to %d)", n, rows, MaxRows)
 }
 
 // NextPage is the trailing line of a list with a further page.

@@ -59,6 +59,7 @@ type Fake struct {
 	Check    func(r *http.Request) bool // true when the request carries the login's credentials
 	Requests []*http.Request            // every request, in order (bodies are not kept)
 	Denied   int                        // requests that failed Check
+	Deny     []byte                     // the body of the 401 a request failing Check gets; nil is {"error":"invalid api key"}
 }
 
 // NewFake starts a fake that answers 401 {"error":"invalid api key"} to a request failing check.
@@ -106,6 +107,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.Requests = append(f.Requests, r.Clone(r.Context()))
 	ok := f.Check == nil || f.Check(r)
+	deny := f.Deny
 	if !ok {
 		f.Denied++
 	}
@@ -122,7 +124,11 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"error":"invalid api key"}`))
+		body := deny
+		if body == nil {
+			body = []byte(`{"error":"invalid api key"}`)
+		}
+		_, _ = w.Write(body)
 		return
 	}
 	if h == nil {
