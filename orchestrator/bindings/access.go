@@ -3,6 +3,7 @@ package bindings
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/catalog"
@@ -40,6 +41,10 @@ type ServerAccess struct {
 	ConnectionID     string       `json:"connection_id,omitempty"`
 	ConnectionFrom   string       `json:"connection_from,omitempty"` // the scope whose row chose the login
 	ConnectionStatus string       `json:"connection_status,omitempty"`
+	Transport        string       `json:"transport,omitempty"`  // remote servers: the transport in use
+	ListedAt         *time.Time   `json:"listed_at,omitempty"`  // when the login's list was last refreshed
+	ListError        string       `json:"list_error,omitempty"` // what the last failed listing answered
+	ToolCount        int          `json:"tool_count"`           // tools the login lists (before overlays)
 	Note             string       `json:"note,omitempty"`
 	Tools            []ToolAccess `json:"tools"`
 }
@@ -149,7 +154,7 @@ func serverAccess(ix index, res orchestrator.Resolution, srv orchestrator.MCPSer
 	}
 	names := map[string]bool{}
 	if conn, ok := res.Connections[st.ConnectionID]; ok && conn.Server == srv.Slug {
-		sa.ConnectionStatus = conn.Status
+		sa.ConnectionStatus, sa.Transport, sa.ListedAt, sa.ListError, sa.ToolCount = conn.Status, conn.Transport, conn.ListedAt, conn.ListError, conn.ToolCount
 		for _, t := range conn.Tools {
 			names[t.Name] = true
 		}

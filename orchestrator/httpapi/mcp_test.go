@@ -167,6 +167,14 @@ func TestMCPCustomServerEndToEnd(t *testing.T) {
 		t.Fatalf("connection view after a failed refresh %v", view)
 	}
 	f.setAuth("X-Test-Key", goodKey)
+	// The access views show the same per connection.
+	for _, s := range e.must(200, "GET", "/api/orgs/"+org+"/tools", nil)["mcp_servers"].([]any) {
+		if s := s.(map[string]any); s["slug"] == "my-srv" {
+			if s["transport"] != "streamable-http" || s["tool_count"] != float64(4) || !strings.Contains(s["list_error"].(string), "401") || s["listed_at"] == nil {
+				t.Fatalf("access view %v", s)
+			}
+		}
+	}
 
 	// Not connected: 409 for the test call and the refresh.
 	if _, err := e.env.pool.Exec(context.Background(), "UPDATE mcp_connections SET status = 'disconnected' WHERE id = $1", connID); err != nil {

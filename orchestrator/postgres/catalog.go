@@ -515,7 +515,7 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 		return err
 	})
 	b.Queue(`SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''), c.status,
-			c.listed_at, s.name, s.kind, s.auth, s.published, t.remote_name, t.name, t.description, t.offered_schema
+			c.listed_at, c.transport, c.list_error, s.name, s.kind, s.auth, s.published, t.remote_name, t.name, t.description, t.offered_schema
 		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug
 		LEFT JOIN mcp_tools t ON t.connection_id = c.id
 			AND NOT EXISTS (SELECT 1 FROM mcp_catalog_tools ct WHERE ct.server_slug = c.server_slug AND ct.name = t.remote_name AND NOT ct.published)
@@ -526,7 +526,7 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 			var remote, name, desc *string
 			var schema []byte
 			if err := rows.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status,
-				&c.ListedAt, &c.ServerName, &c.ServerKind, &c.ServerAuth, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
+				&c.ListedAt, &c.Transport, &c.ListError, &c.ServerName, &c.ServerKind, &c.ServerAuth, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
 				return err
 			}
 			if prev, ok := res.Connections[c.ID]; ok {
