@@ -55,6 +55,7 @@ type MCPStore interface {
 	ClaimRelist(ctx context.Context, id string, now, staleBefore time.Time, force bool, lease time.Duration) (bool, error)
 	SaveListing(ctx context.Context, w orchestrator.ListingWrite) (orchestrator.ListingDiff, error)
 	FailListing(ctx context.Context, id, answer string, retryAt time.Time) error
+	SetTransport(ctx context.Context, id, transport string) error
 }
 
 // DefaultListTTL is how old a stored list may be before a run start relists it (GUILDS_MCP_LIST_TTL).
@@ -107,11 +108,27 @@ func (r *Remote) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// verifyPrefix starts the pool ids of the throwaway sessions Verify opens.
+const verifyPrefix = "verify_"
+
+// SessionOpened records the transport a login's new session went over (the pool's OnOpen); the
+// sessions Verify opens are no connection's yet and are not recorded.
+func (r *Remote) SessionOpened(connectionID, transport string) {
+	if strings.HasPrefix(connectionID, verifyPrefix) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.Store.SetTransport(ctx, connectionID, transport); err != nil {
+		r.log().Warn("MCP: recording the transport of a new session failed", "connection_id", connectionID, "transport", transport, "err", err.Error())
+	}
+}
+
 // Verify lists the tools of a remote login before anything is written, over a session of its own
 // that is closed afterwards: a refusal, or a list the server's rules read as a refused key
 // (OpenSea's empty list, or only get_instant_api_key), is the error Connect answers.
 func (r *Remote) Verify(ctx context.Context, server orchestrator.MCPServer, creds map[string]string) (Verification, error) {
-	l := RemoteLogin{ConnectionID: orchestrator.NewID("verify"), Server: server, Credentials: creds}
+	l := RemoteLogin{ConnectionID: orchestrator.NewID(strings.TrimSuffix(verifyPrefix, "_")), Server: server, Credentials: creds}
 	defer r.Client.Forget(l.ConnectionID)
 	listing, err := r.Client.ListTools(ctx, l)
 	if err != nil {

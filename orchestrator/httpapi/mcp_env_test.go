@@ -43,13 +43,29 @@ type mcpFake struct {
 // tool "whoami" answers with the credential header it was sent and "broken" reports isError.
 func newMCPFake(t testing.TB, header, value string, tools ...string) *mcpFake {
 	t.Helper()
+	return startFake(t, false, header, value, tools)
+}
+
+// newSSEFake is newMCPFake speaking only the older HTTP+SSE transport (a GET stream at /mcp and
+// POSTs to /message); a streamable HTTP initialize POST to /mcp gets 405.
+func newSSEFake(t testing.TB, header, value string, tools ...string) *mcpFake {
+	t.Helper()
+	return startFake(t, true, header, value, tools)
+}
+
+func startFake(t testing.TB, sse bool, header, value string, tools []string) *mcpFake {
 	f := &mcpFake{header: header, value: value, counts: map[string]int{}}
 	f.MCP = server.NewMCPServer("fake", "1", server.WithToolCapabilities(true), server.WithLogger(slog.New(slog.DiscardHandler)))
 	for _, name := range tools {
 		f.AddTool(name)
 	}
-	h := server.NewStreamableHTTPServer(f.MCP, server.WithStateful(true), server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler = server.NewStreamableHTTPServer(f.MCP, server.WithStateful(true), server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
+	var sseServer *server.SSEServer
+	if sse {
+		sseServer = server.NewSSEServer(f.MCP, server.WithSSEEndpoint("/mcp"), server.WithMessageEndpoint("/message"))
+		h = sseServer
+	}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg struct {
@@ -67,6 +83,10 @@ func newMCPFake(t testing.TB, header, value string, tools ...string) *mcpFake {
 		}
 		h.ServeHTTP(w, r)
 	}))
+	ts.Start()
+	if sseServer != nil {
+		server.WithBaseURL(ts.URL)(sseServer)
+	}
 	// A pooled session keeps its GET stream open: cut the connections, then close.
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	f.URL = ts.URL + "/mcp"
@@ -148,9 +168,10 @@ func newMCPEnv(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcp
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := mcp.New(mcp.Config{Logger: log})
+	var remote *bindings.Remote
+	pool := mcp.New(mcp.Config{Logger: log, OnOpen: func(id string, tr mcp.Transport) { remote.SessionOpened(id, string(tr)) }})
 	t.Cleanup(func() { pool.Close() })
-	remote := &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Now: clk.Now, Log: log}
+	remote = &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Now: clk.Now, Log: log}
 	getenv := func(string) string { return "" }
 	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
 	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Now: clk.Now, Log: log}

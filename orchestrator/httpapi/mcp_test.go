@@ -208,6 +208,27 @@ func TestMCPAuthNoneServer(t *testing.T) {
 	}
 }
 
+// TestMCPSSEFallback: a server that offers only the older HTTP+SSE transport is reached over it,
+// and the connection records so.
+func TestMCPSSEFallback(t *testing.T) {
+	e := newMCPEnv(t, nil, nil, newBox(t))
+	f := newSSEFake(t, "Authorization", "Bearer "+goodKey, "echo")
+	org, _, agent := e.scopes()
+	e.must(201, "POST", "/api/admin/mcp/servers", map[string]any{"slug": "legacy", "name": "Legacy", "url": f.URL, "auth": "token"})
+	conn := e.must(201, "POST", "/api/mcp/connections", connectBody("legacy", org, goodKey))
+	if conn["transport"] != "sse" || conn["tool_count"] != float64(1) {
+		t.Fatalf("connection %v", conn)
+	}
+	run := e.must(201, "POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	res := e.must(200, "POST", "/api/runs/"+run["id"].(string)+"/calls", map[string]any{"name": "legacy_echo", "arguments": map[string]any{"text": "old"}})
+	if !strings.HasPrefix(res["result"].(string), "echo: old") {
+		t.Fatalf("call over SSE %v", res)
+	}
+	if got := e.must(200, "GET", "/api/mcp/connections/"+conn["id"].(string), nil)["transport"]; got != "sse" {
+		t.Fatalf("transport after the call's session opened: %v", got)
+	}
+}
+
 // TestMCPOpenSeaRules: OpenSea's header is X-API-KEY with the raw key; an empty list or one of
 // only get_instant_api_key is a rejected key; default-off tools get an Off overlay at the owner on
 // first appearance and a later sync leaves overlays alone; listed tools publish.

@@ -175,6 +175,14 @@ func (s *Store) FailListing(ctx context.Context, id, answer string, retryAt time
 	return nil
 }
 
+// SetTransport records the transport a connection's session went over, when it changed.
+func (s *Store) SetTransport(ctx context.Context, id, transport string) error {
+	if _, err := s.pool.Exec(ctx, "UPDATE mcp_connections SET transport = $2 WHERE id = $1 AND transport <> $2", id, transport); err != nil {
+		return fmt.Errorf("record the transport of %s: %w", id, err)
+	}
+	return nil
+}
+
 // MCPLogin reads, in one round trip, what calling a connection's tool needs: the connection, its
 // server as in effect, its sealed credentials and, when remoteName is set, that listed tool with its
 // input schema (Tool.Name is "" when the connection lists no such tool).

@@ -233,12 +233,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	// One MCP client session pool for the process; closed (each session's DELETE sent) once the
 	// API has finished its calls in flight.
-	mcpPool := mcp.New(mcp.Config{Logger: log, IdleTimeout: idle})
+	var opened func(id, transport string) // set once the catalog service exists, before any session opens
+	mcpPool := mcp.New(mcp.Config{Logger: log, IdleTimeout: idle, OnOpen: func(id string, t mcp.Transport) { opened(id, string(t)) }})
 	defer mcpPool.Close()
 	cat, policy, err := catalogService(ctx, cfg, store, reg, log, mcp.Client{Pool: mcpPool}, listTTL)
 	if err != nil {
 		return err
 	}
+	opened = cat.Remote.SessionOpened
 	sec := &secrets.Service{Store: store, Box: cat.Box}
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
