@@ -29,6 +29,16 @@ type Error struct {
 	Msg        string // what happened, without the provider's name
 	RetryAfter string // KindRateLimited: the provider's Retry-After, when it sent one
 	KeyInvalid bool   // KindRejected: the provider says the key itself is invalid (a 401), not only this call
+	Status     int    // the provider's HTTP status, 0 when it gave none
+}
+
+// StatusOf returns the provider's HTTP status carried by err, 0 when there is none.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
 }
 
 // Error returns "<Provider>: <message>" on one line.

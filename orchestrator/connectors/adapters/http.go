@@ -152,6 +152,16 @@ func (c HTTP) transportError(ctx context.Context, err error) error {
 
 // statusError maps a refusal to one line.
 func (c HTTP) statusError(resp *http.Response, body []byte, what string) error {
+	err := c.statusKind(resp, body, what)
+	var e *Error
+	if errors.As(err, &e) && e.Status == 0 {
+		e.Status = resp.StatusCode
+	}
+	return err
+}
+
+// statusKind is statusError before the status is recorded.
+func (c HTTP) statusKind(resp *http.Response, body []byte, what string) error {
 	if c.Classify != nil {
 		if err := c.Classify(resp.StatusCode, body); err != nil {
 			return c.scrubbed(err)
