@@ -277,3 +277,30 @@ func TestEndpoint(t *testing.T) {
 		t.Errorf("missing endpoint: %v", err)
 	}
 }
+
+func TestPostID(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"1228393702244134912", "1228393702244134912", true},
+		{"https://x.com/XDevelopers/status/1228393702244134912", "1228393702244134912", true},
+		{"https://twitter.com/XDevelopers/status/1228393702244134912?s=20", "1228393702244134912", true},
+		{"mobile.twitter.com/a/status/42/photo/1", "42", true},
+		{"https://www.x.com/i/web/status/77", "77", true},
+		{"https://example.com/a/status/42", "", false},
+		{"hello", "", false},
+		{"", "", false},
+	} {
+		got, ok := adapters.PostID(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("PostID(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+	if r, id := adapters.UserRef("@XDevelopers"); r != "XDevelopers" || id {
+		t.Errorf("UserRef(@XDevelopers) = %q, %v", r, id)
+	}
+	if r, id := adapters.UserRef("2244994945"); r != "2244994945" || !id {
+		t.Errorf("UserRef(2244994945) = %q, %v", r, id)
+	}
+}
