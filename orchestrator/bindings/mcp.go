@@ -247,7 +247,9 @@ func (r *Remote) Refresh(ctx context.Context, connectionID string, force bool) (
 		}
 		row, login, err := r.login(ctx, connectionID, "")
 		if err != nil {
-			_ = r.Store.FailListing(ctx, connectionID, "", now)
+			if ferr := r.Store.FailListing(ctx, connectionID, clip(err.Error(), 2000), now.Add(relistBackoff)); ferr != nil {
+				r.log().Error("MCP relist: recording the failure failed", "connection_id", connectionID, "err", ferr.Error())
+			}
 			return nil, err
 		}
 		listing, err := r.Client.ListTools(ctx, login)

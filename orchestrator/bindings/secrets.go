@@ -15,6 +15,12 @@ type CredentialStore interface {
 	SealedCredentials(ctx context.Context, connectionID string) ([]byte, error)
 }
 
+// BatchCredentialStore reads the sealed credentials of several connections in one round trip
+// (those that exist and hold any); postgres.Store implements it.
+type BatchCredentialStore interface {
+	SealedCredentialsOf(ctx context.Context, connectionIDs []string) (map[string][]byte, error)
+}
+
 // ConnectionSecrets is the run redaction source of logins: the credential values of every
 // connection the run's snapshot offers tools through (API keys, Qonto's login and secret key,
 // Wallet's keys) join the run's redaction set. A run without MCP tools costs nothing.
@@ -23,37 +29,43 @@ type ConnectionSecrets struct {
 	Box   *sealed.Box
 }
 
-// RunSecretValues opens the credentials of the run's connections, in memory only.
+// RunSecretValues opens the credentials of the run's connections, in memory only. A store that
+// reads them in one round trip (BatchCredentialStore) is asked once for all of them.
 func (c ConnectionSecrets) RunSecretValues(ctx context.Context, run orchestrator.Run) ([]string, error) {
 	seen := map[string]bool{}
-	var vals []string
+	var ids []string
 	for _, t := range run.OfferedTools {
 		if t.ConnectionID == "" || seen[t.ConnectionID] {
 			continue
 		}
 		seen[t.ConnectionID] = true
-		if c.Box == nil {
-			return nil, fmt.Errorf("run %s offers tools of connection %s but %s is not set, so its credentials cannot be opened for redaction", run.ID, t.ConnectionID, sealed.KeyVar)
-		}
-		b, err := c.Store.SealedCredentials(ctx, t.ConnectionID)
-		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
-			continue // deleted since the run started: its calls fail on their own
-		}
-		if err != nil {
-			return nil, err
-		}
+		ids = append(ids, t.ConnectionID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if c.Box == nil {
+		return nil, fmt.Errorf("run %s offers tools of connection %s but %s is not set, so its credentials cannot be opened for redaction", run.ID, ids[0], sealed.KeyVar)
+	}
+	sealedOf, err := c.sealed(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var vals []string
+	for _, id := range ids {
+		b := sealedOf[id]
 		if len(b) == 0 {
-			continue // a pending login holds no credentials yet
+			continue // deleted since the run started (its calls fail on their own), or a pending login without credentials yet
 		}
-		plain, err := c.Box.Open(b, SealedFor(t.ConnectionID))
+		plain, err := c.Box.Open(b, SealedFor(id))
 		if err != nil {
-			return nil, fmt.Errorf("open the credentials of connection %s: %w", t.ConnectionID, err)
+			return nil, fmt.Errorf("open the credentials of connection %s: %w", id, err)
 		}
 		var creds map[string]string
 		err = json.Unmarshal(plain, &creds)
 		clear(plain)
 		if err != nil {
-			return nil, fmt.Errorf("credentials of connection %s: %w", t.ConnectionID, err)
+			return nil, fmt.Errorf("credentials of connection %s: %w", id, err)
 		}
 		keys := make([]string, 0, len(creds))
 		for k := range creds {
@@ -65,6 +77,25 @@ func (c ConnectionSecrets) RunSecretValues(ctx context.Context, run orchestrator
 		}
 	}
 	return vals, nil
+}
+
+// sealed reads the sealed credentials of ids, in one round trip when the store can.
+func (c ConnectionSecrets) sealed(ctx context.Context, ids []string) (map[string][]byte, error) {
+	if bs, ok := c.Store.(BatchCredentialStore); ok {
+		return bs.SealedCredentialsOf(ctx, ids)
+	}
+	out := make(map[string][]byte, len(ids))
+	for _, id := range ids {
+		b, err := c.Store.SealedCredentials(ctx, id)
+		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = b
+	}
+	return out, nil
 }
 
 // JoinSecrets is a RunSecrets that yields the values of every source (nil sources are skipped).

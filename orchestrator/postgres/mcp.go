@@ -175,6 +175,29 @@ func (s *Store) FailListing(ctx context.Context, id, answer string, retryAt time
 	return nil
 }
 
+// SealedCredentialsOf reads the sealed credentials of several connections in one round trip;
+// a connection that does not exist, or holds none, is left out.
+func (s *Store) SealedCredentialsOf(ctx context.Context, ids []string) (map[string][]byte, error) {
+	rows, err := s.pool.Query(ctx, "SELECT id, credentials FROM mcp_connections WHERE id = ANY($1) AND credentials IS NOT NULL", ids)
+	if err != nil {
+		return nil, fmt.Errorf("read credentials: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string][]byte, len(ids))
+	for rows.Next() {
+		var id string
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, fmt.Errorf("read credentials: %w", err)
+		}
+		out[id] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read credentials: %w", err)
+	}
+	return out, nil
+}
+
 // SetTransport records the transport a connection's session went over, when it changed.
 func (s *Store) SetTransport(ctx context.Context, id, transport string) error {
 	if _, err := s.pool.Exec(ctx, "UPDATE mcp_connections SET transport = $2 WHERE id = $1 AND transport <> $2", id, transport); err != nil {
