@@ -123,8 +123,8 @@ var (
 	endpointPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,40}$`)
 	// headerPattern is an HTTP header name (RFC 9110 token), or empty for the default.
 	headerPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{0,100}$")
-	// CustomSlug is the form of an admin-added server's slug.
-	CustomSlug = regexp.MustCompile(`^[a-z][a-z0-9-]{1,39}$`)
+	// customSlug is the form of an admin-added server's slug.
+	customSlug = regexp.MustCompile(`^[a-z][a-z0-9-]{1,39}$`)
 )
 
 // CustomRequest is an instance admin's new remote MCP server.
@@ -144,8 +144,8 @@ func Custom(r CustomRequest) (orchestrator.MCPServer, error) {
 	r.Name, r.Description, r.URL = strings.TrimSpace(r.Name), strings.TrimSpace(r.Description), strings.TrimSpace(r.URL)
 	var problems []string
 	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
-	if !CustomSlug.MatchString(r.Slug) {
-		bad("slug %q must match %s", r.Slug, CustomSlug)
+	if !customSlug.MatchString(r.Slug) {
+		bad("slug %q must match %s", r.Slug, customSlug)
 	}
 	if r.Name == "" || len(r.Name) > 100 {
 		bad("name is required (at most 100 bytes)")

@@ -183,3 +183,92 @@ func TestSeedFamilies(t *testing.T) {
 		t.Fatal("families and groups")
 	}
 }
+
+// TestCustomServer: an admin's server is checked field by field and gets the api_key login.
+func TestCustomServer(t *testing.T) {
+	ok := CustomRequest{Slug: "my-srv", Name: "Mine", URL: "http://127.0.0.1:9/mcp", Auth: "token", Header: "X-API-KEY"}
+	tests := []struct {
+		name string
+		edit func(*CustomRequest)
+		want string // "" accepts
+	}{
+		{"token over http", func(*CustomRequest) {}, ""},
+		{"auth none", func(r *CustomRequest) { r.Auth, r.Header = "none", "" }, ""},
+		{"one-letter slug", func(r *CustomRequest) { r.Slug = "a" }, "slug"},
+		{"underscore slug", func(r *CustomRequest) { r.Slug = "my_srv" }, "slug"},
+		{"41-character slug", func(r *CustomRequest) { r.Slug = "a" + strings.Repeat("b", 40) }, "slug"},
+		{"no name", func(r *CustomRequest) { r.Name = " " }, "name"},
+		{"not http", func(r *CustomRequest) { r.URL = "ftp://example.com/mcp" }, "url"},
+		{"no host", func(r *CustomRequest) { r.URL = "http:///mcp" }, "url"},
+		{"oauth", func(r *CustomRequest) { r.Auth = "oauth" }, "auth"},
+		{"bad header", func(r *CustomRequest) { r.Header = "X API KEY" }, "header"},
+		{"two-word scheme", func(r *CustomRequest) { r.Scheme = "Bearer token" }, "scheme"},
+		{"header without a token", func(r *CustomRequest) { r.Auth = "none" }, "header and scheme are for auth token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ok
+			tt.edit(&r)
+			srv, err := Custom(r)
+			if tt.want == "" {
+				if err != nil || !srv.Custom || srv.Kind != "remote" || !srv.PublishesListed() {
+					t.Fatalf("Custom = %+v, %v", srv, err)
+				}
+				if r.Auth == "token" && (len(srv.Config.Fields) != 1 || srv.Config.Fields[0].Name != "api_key" || srv.Config.Header != "X-API-KEY") {
+					t.Fatalf("token login %+v", srv.Config)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestManifestHeadersAndEndpoints: the token servers' headers and the named endpoints come from
+// the manifests.
+func TestManifestHeadersAndEndpoints(t *testing.T) {
+	servers, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]orchestrator.MCPServer{}
+	for _, s := range servers {
+		by[s.Slug] = s
+	}
+	for _, tt := range []struct{ slug, header, scheme string }{
+		{"cigale", "Authorization", "Bearer"}, {"etherscan", "Authorization", "Bearer"}, {"opensea", "X-API-KEY", ""},
+	} {
+		if c := by[tt.slug].Config; c.Header != tt.header || c.Scheme != tt.scheme {
+			t.Errorf("%s: header %q scheme %q", tt.slug, c.Header, c.Scheme)
+		}
+	}
+	if c := by["opensea"].Config; !c.RejectEmpty || len(c.RejectOnly) != 1 || c.RejectOnly[0] != "get_instant_api_key" {
+		t.Errorf("opensea's rejected-key rule %+v", c)
+	}
+	if by["dexpaprika"].Endpoints["pro"] != "https://api-pro.dexpaprika.com" || by["wallet"].Endpoints["arc_rpc"] != "https://rpc.mainnet.arc.io" {
+		t.Errorf("endpoints %v %v", by["dexpaprika"].Endpoints, by["wallet"].Endpoints)
+	}
+	if by["cigale"].PublishesListed() || !by["opensea"].PublishesListed() || !by["notion"].PublishesListed() || by["coingecko"].PublishesListed() {
+		t.Error("PublishesListed: Cigale keeps its seeded ten; Notion and OpenSea publish as listed; local adapters seed")
+	}
+	for _, bad := range []string{
+		"[endpoints]\npro = \"http://insecure.example\"\n",
+		"[endpoints]\n\"Bad Name\" = \"https://x.example\"\n",
+	} {
+		if _, err := Parse([]byte(minimalManifest + bad)); err == nil || !strings.Contains(err.Error(), "endpoint") {
+			t.Errorf("%q: got %v", bad, err)
+		}
+	}
+}
+
+const minimalManifest = `slug = "t"
+name = "T"
+kind = "remote"
+transport = "http"
+url = "https://t.example/mcp"
+auth = "none"
+seeds_tools = false
+description = "A test server."
+`
