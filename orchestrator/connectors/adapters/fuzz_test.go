@@ -121,3 +121,16 @@ func FuzzPairs(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPostID checks the status-URL parser never panics and only answers digit ids.
+func FuzzPostID(f *testing.F) {
+	for _, s := range []string{"123", "https://x.com/a/status/1", "twitter.com/a/statuses/9?x=1", "://", "x.com/status/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, ok := adapters.PostID(s)
+		if ok && (id == "" || strings.Trim(id, "0123456789") != "") {
+			t.Fatalf("PostID(%q) = %q", s, id)
+		}
+	})
+}
