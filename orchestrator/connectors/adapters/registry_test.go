@@ -88,7 +88,9 @@ func TestAll(t *testing.T) {
 // pdfReader hands every path a small PDF, so upload_invoice reaches the provider.
 type pdfReader struct{}
 
-func (pdfReader) ReadFile(context.Context, string) ([]byte, error) { return []byte("%PDF-1.4\n%%EOF\n"), nil }
+func (pdfReader) ReadFile(context.Context, string) ([]byte, error) {
+	return []byte("%PDF-1.4\n%%EOF\n"), nil
+}
 
 // TestKeysNeverInErrors runs every tool of every adapter, and every Connect check, against
 // providers that echo the request (URL and every header) back in their error body, with each
