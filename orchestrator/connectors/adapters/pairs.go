@@ -135,8 +135,27 @@ func (p *pairsParser) num() (v float64, null, ok bool) {
 	if p.i == start {
 		return 0, false, false
 	}
+	if f, ok := smallInt(p.b[start:p.i]); ok {
+		return f, false, true
+	}
 	f, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
 	return f, false, err == nil
+}
+
+// smallInt reads a run of at most 15 digits (a millisecond timestamp) exactly, without the
+// general float parser; ok is false for anything else.
+func smallInt(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 15 || (len(b) > 1 && b[0] == '0') {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return float64(n), true
 }
 
 // series reads [[t, v], ...].

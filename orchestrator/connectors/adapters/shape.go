@@ -116,13 +116,28 @@ type Point struct {
 // Downsample keeps n points of a series, evenly spaced by index, always the first and the last;
 // a series of n points or fewer is returned as it is.
 func Downsample(ps []Point, n int) []Point {
-	if n < 2 || len(ps) <= n {
-		return ps
+	idx := DownsampleIndex(len(ps), n)
+	out := make([]Point, len(idx))
+	for k, i := range idx {
+		out[k] = ps[i]
 	}
-	out := make([]Point, n)
-	last := len(ps) - 1
+	return out
+}
+
+// DownsampleIndex is the indices Downsample keeps of a series of length m: n evenly spaced,
+// the first and the last among them; every index when m is n or fewer.
+func DownsampleIndex(m, n int) []int {
+	if n < 2 || m <= n {
+		out := make([]int, m)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, n)
+	last := m - 1
 	for k := range n {
-		out[k] = ps[int(math.Round(float64(k)*float64(last)/float64(n-1)))]
+		out[k] = int(math.Round(float64(k) * float64(last) / float64(n-1)))
 	}
 	return out
 }

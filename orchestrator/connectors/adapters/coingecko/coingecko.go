@@ -350,10 +350,11 @@ func chart(ctx context.Context, c adapters.HTTP, args map[string]any) (string, e
 	if err != nil {
 		return "", err
 	}
-	ps, caps, vols := m["prices"], byTime(m["market_caps"]), byTime(m["total_volumes"])
+	ps, caps, vols := m["prices"], m["market_caps"], m["total_volumes"]
 	t := adapters.NewTable("time", "price_"+vs, "market_cap", "volume_24h")
-	for _, p := range adapters.Downsample(ps, adapters.ChartPoints) {
-		t.Add(adapters.UnixMilli(p.T), p.V, caps[p.T], vols[p.T])
+	capAt, volAt := aligned(ps, caps), aligned(ps, vols)
+	for _, i := range adapters.DownsampleIndex(len(ps), adapters.ChartPoints) {
+		t.Add(adapters.UnixMilli(ps[i].T), ps[i].V, capAt(i), volAt(i))
 	}
 	if len(ps) > adapters.ChartPoints {
 		t.Note(fmt.Sprintf("downsampled from %d points to %d", len(ps), adapters.ChartPoints))
@@ -361,13 +362,26 @@ func chart(ctx context.Context, c adapters.HTTP, args map[string]any) (string, e
 	return t.String(), nil
 }
 
-// byTime indexes a series by its times.
-func byTime(ps []adapters.Point) map[int64]any {
-	m := make(map[int64]any, len(ps))
-	for _, p := range ps {
+// aligned returns the value of series at the time of ps[i]: by index when the series share their
+// times (CoinGecko's usual answer), else by a lookup of the time.
+func aligned(ps, series []adapters.Point) func(i int) any {
+	same := len(series) == len(ps)
+	for i := 0; same && i < len(ps); i++ {
+		same = ps[i].T == series[i].T
+	}
+	if same {
+		return func(i int) any { return series[i].V }
+	}
+	m := make(map[int64]float64, len(series))
+	for _, p := range series {
 		m[p.T] = p.V
 	}
-	return m
+	return func(i int) any {
+		if v, ok := m[ps[i].T]; ok {
+			return v
+		}
+		return nil
+	}
 }
 
 func trending(ctx context.Context, c adapters.HTTP) (string, error) {
