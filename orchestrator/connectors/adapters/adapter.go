@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
 )
 
 // Adapter is one local adapter: a catalog slug, its Connect check and its tools.
@@ -46,6 +48,12 @@ type FileReader interface {
 // Verification is what a successful Connect check learned.
 type Verification struct {
 	AccountHint string // what to show for the login ("" keeps the operator's)
+}
+
+// NewLogin is the Login of a catalog row (its url and endpoints, the admin's when set) and a
+// connection's stored credentials, with the injected client and clock (nil for the defaults).
+func NewLogin(srv orchestrator.MCPServer, creds map[string]string, client *http.Client, now func() time.Time) Login {
+	return Login{Credentials: creds, URL: srv.URL, Endpoints: srv.Endpoints, Client: client, Now: now}
 }
 
 // Credential returns the named credential, trimmed.

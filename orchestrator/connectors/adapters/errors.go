@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -91,4 +92,32 @@ func scrub(s string, secrets []string) string {
 		}
 	}
 	return s
+}
+
+// Message is the caller-facing line of a failed call: an *Error's text, and for any other error
+// (a canceled call, a fault of ours) a generic line, never a Go error string.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	if errors.Is(err, context.Canceled) {
+		return "the call was canceled"
+	}
+	return "the adapter call failed inside the orchestrator; the details are in its log"
+}
+
+// Result is what a tool call answers: the output, or "ERROR: " and Message(err).
+func Result(out string, err error) string {
+	if err != nil {
+		return "ERROR: " + Message(err)
+	}
+	return out
+}
+
+// Disconnects reports whether err should mark the connection disconnected: a 401 where the
+// provider says the key itself is invalid, not a refusal of one call (403, a plan error).
+func Disconnects(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindRejected && e.KeyInvalid
 }

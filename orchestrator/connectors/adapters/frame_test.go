@@ -3,6 +3,7 @@ package adapters_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -302,5 +303,25 @@ func TestPostID(t *testing.T) {
 	}
 	if r, id := adapters.UserRef("2244994945"); r != "2244994945" || !id {
 		t.Errorf("UserRef(2244994945) = %q, %v", r, id)
+	}
+}
+
+func TestMessage(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{&adapters.Error{Kind: adapters.KindDown, Provider: "Acme", Msg: "is down"}, "ERROR: Acme: is down"},
+		{fmt.Errorf("wrap: %w", &adapters.Error{Kind: adapters.KindNotFound, Provider: "Acme", Msg: "not found: x"}), "ERROR: Acme: not found: x"},
+		{errors.New("dial tcp 10.0.0.1: secret path"), "ERROR: the adapter call failed inside the orchestrator; the details are in its log"},
+		{fmt.Errorf("Acme call canceled: %w", context.Canceled), "ERROR: the call was canceled"},
+		{nil, "ok"},
+	} {
+		if got := adapters.Result("ok", tt.err); got != tt.want {
+			t.Errorf("Result(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+	if adapters.Disconnects(&adapters.Error{Kind: adapters.KindRejected}) || !adapters.Disconnects(&adapters.Error{Kind: adapters.KindRejected, KeyInvalid: true}) {
+		t.Error("Disconnects: only a 401 on the key disconnects")
 	}
 }
