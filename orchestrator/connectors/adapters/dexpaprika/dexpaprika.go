@@ -48,11 +48,44 @@ func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verificat
 		return adapters.Verification{}, err
 	}
 	plan := planOf(out)
-	if plan == "" || strings.Contains(strings.ToLower(plan), "keyless") {
+	if keyless(out, 0) {
 		return adapters.Verification{}, &adapters.Error{Kind: adapters.KindRejected, KeyInvalid: true, Provider: provider,
 			Msg: "answered /usage with a keyless plan: the key was not recognised; paste a DexPaprika API key"}
 	}
+	if plan == "" {
+		return adapters.Verification{}, nil
+	}
 	return adapters.Verification{AccountHint: plan + " plan"}, nil
+}
+
+// keyless reports whether a /usage answer says the request ran on the keyless plan: a string
+// value of a plan, tier, type or name field naming it (keyless, anonymous, public), or keyless
+// true / authenticated false.
+func keyless(v any, depth int) bool {
+	if depth > 2 {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		s := strings.ToLower(strings.TrimSpace(x))
+		return s == "keyless" || s == "anonymous" || s == "public" || strings.Contains(s, "keyless")
+	case map[string]any:
+		if b, ok := x["keyless"].(bool); ok && b {
+			return true
+		}
+		if b, ok := x["authenticated"].(bool); ok && !b {
+			return true
+		}
+		for k, f := range x {
+			if _, isStr := f.(string); isStr && k != "plan" && k != "tier" && k != "plan_name" && k != "key_type" && k != "type" && k != "name" {
+				continue
+			}
+			if keyless(f, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // planOf finds the plan's name in a /usage answer: plan (a string, or an object's name, tier or

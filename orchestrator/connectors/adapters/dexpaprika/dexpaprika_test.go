@@ -68,6 +68,16 @@ func TestVerify(t *testing.T) {
 	if _, err := (dexpaprika.Adapter{}).Verify(context.Background(), l); !adapters.IsRejected(err) || !strings.Contains(err.Error(), "keyless") {
 		t.Errorf("keyless plan: %v", err)
 	}
+	for _, body := range []string{`{"plan":{"name":"Keyless","requests_limit":10000}}`, `{"tier":"anonymous"}`, `{"key":{"authenticated":false}}`} {
+		main.JSON("GET /usage", 200, []byte(body))
+		if _, err := (dexpaprika.Adapter{}).Verify(context.Background(), l); !adapters.IsRejected(err) {
+			t.Errorf("%s: %v, want rejected", body, err)
+		}
+	}
+	main.JSON("GET /usage", 200, []byte(`{"requests_used":3,"message":"public data is keyless-friendly"}`))
+	if v, err := (dexpaprika.Adapter{}).Verify(context.Background(), l); err != nil || v.AccountHint != "" {
+		t.Errorf("a plan-less answer: %+v, %v; want accepted without a hint", v, err)
+	}
 	main.JSON("GET /usage", 403, []byte(`{"error":"forbidden"}`))
 	if _, err := (dexpaprika.Adapter{}).Verify(context.Background(), l); !adapters.IsRejected(err) {
 		t.Errorf("403: %v", err)
