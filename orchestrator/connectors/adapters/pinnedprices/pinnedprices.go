@@ -30,22 +30,13 @@ func init() { adapters.Register(Adapter{}) }
 // Adapter is the Pinned prices adapter.
 type Adapter struct{}
 
-// Coin is one coin of the picker or of a login's pinned list.
-type Coin struct {
-	ID     string `json:"id"`
-	Symbol string `json:"symbol"`
-	Name   string `json:"name"`
-}
+// Coin is the frame's coin: id, symbol and name.
+type Coin = adapters.Coin
 
-// Price is one pinned coin's quote for the run's state.prices.
-type Price struct {
-	ID        string    `json:"id"`
-	Symbol    string    `json:"symbol"`
-	Name      string    `json:"name"`
-	USD       *float64  `json:"price_usd"`
-	Change24h *float64  `json:"change_24h"`
-	QuotedAt  time.Time `json:"quoted_at"`
-}
+// Price is the frame's quote of one pinned coin.
+type Price = adapters.Price
+
+var _ adapters.Coins = Adapter{}
 
 // Slug returns "pinned_prices".
 func (Adapter) Slug() string { return Slug }

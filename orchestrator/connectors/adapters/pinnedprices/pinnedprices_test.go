@@ -66,7 +66,7 @@ func TestVerify(t *testing.T) {
 
 func TestQuote(t *testing.T) {
 	f, l := fake(t)
-	ps, err := pinnedprices.Adapter{}.Quote(context.Background(), l, []pinnedprices.Coin{{"ethereum", "ETH", "Ethereum"}, {"bitcoin", "BTC", "Bitcoin"}, {"gone-coin", "GONE", "Gone"}})
+	ps, err := pinnedprices.Adapter{}.Quote(context.Background(), l, []pinnedprices.Coin{{ID: "ethereum", Symbol: "ETH", Name: "Ethereum"}, {ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}, {ID: "gone-coin", Symbol: "GONE", Name: "Gone"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestQuote(t *testing.T) {
 		t.Errorf("quoted_at %v, %v", ps[1].QuotedAt, ps[2].QuotedAt)
 	}
 	f.JSON("GET /api/v3/simple/price", 503, nil)
-	if _, err := (pinnedprices.Adapter{}).Quote(context.Background(), l, []pinnedprices.Coin{{"bitcoin", "BTC", "Bitcoin"}}); !adapters.IsDown(err) {
+	if _, err := (pinnedprices.Adapter{}).Quote(context.Background(), l, []pinnedprices.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); !adapters.IsDown(err) {
 		t.Errorf("503: %v", err)
 	}
 }
@@ -99,5 +99,21 @@ func TestSearch(t *testing.T) {
 	}
 	if _, err := (pinnedprices.Adapter{}).Call(context.Background(), l, "prices", nil); err == nil {
 		t.Error("Pinned prices answered a tool call")
+	}
+}
+
+// TestCoinsByLookup checks a caller reaches the picker and quotes through the registry alone.
+func TestCoinsByLookup(t *testing.T) {
+	_, l := fake(t)
+	a, ok := adapters.Lookup(pinnedprices.Slug)
+	c, isCoins := a.(adapters.Coins)
+	if !ok || !isCoins {
+		t.Fatalf("Lookup(%s) = %T, not adapters.Coins", pinnedprices.Slug, a)
+	}
+	if err := c.Check(context.Background(), l, []string{"bitcoin", "ethereum"}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := c.Quote(context.Background(), l, []adapters.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); err != nil || len(ps) != 1 || ps[0].USD == nil {
+		t.Fatalf("quote %+v, %v", ps, err)
 	}
 }
