@@ -180,6 +180,7 @@ func listedRemote(log *slog.Logger, srv orchestrator.MCPServer, tools []orchestr
 	return out
 }
 
+// clip shortens s to about n bytes for a log line or a stored error, on a UTF-8 boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
