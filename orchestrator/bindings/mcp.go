@@ -56,6 +56,7 @@ type MCPStore interface {
 	SaveListing(ctx context.Context, w orchestrator.ListingWrite) (orchestrator.ListingDiff, error)
 	FailListing(ctx context.Context, id, answer string, retryAt time.Time) error
 	SetTransport(ctx context.Context, id, transport string) error
+	SetConnectionStatus(ctx context.Context, id, status string, now time.Time) (orchestrator.Connection, error)
 }
 
 // DefaultListTTL is how old a stored list may be before a run start relists it (GUILDS_MCP_LIST_TTL).
@@ -75,6 +76,7 @@ type Remote struct {
 	Store  MCPStore
 	Box    *sealed.Box
 	Client MCPClient
+	Local  LocalAdapters    // the local API adapters; nil: a local server's tools cannot be called
 	TTL    time.Duration    // how old a stored list may be at run start; 0 is DefaultListTTL
 	Now    func() time.Time // the clock list ages are measured by; nil is time.Now
 	Log    *slog.Logger
@@ -287,22 +289,25 @@ func (r *Remote) CallMCP(ctx context.Context, run orchestrator.Run, t orchestrat
 	if err != nil {
 		return "", err
 	}
-	if err := callable(row, t.Name, t.ConnectionID); err != nil {
+	if err := r.callable(row, t.Name, t.ConnectionID); err != nil {
 		return "", err
 	}
 	if row.Tool.Name == "" {
 		return "", fmt.Errorf("%s cannot be called: %s no longer lists %s (its list was refreshed after the run started)", t.Name, row.Server.Name, t.RemoteName)
 	}
+	if r.serves(row.Server) {
+		return r.callLocal(ctx, row, login, row.Tool, args, &run)
+	}
 	return r.Client.CallTool(ctx, login, row.Tool, args)
 }
 
 // callable says why a login's tools cannot be called now (nil when they can).
-func callable(row orchestrator.MCPLogin, name, connectionID string) error {
+func (r *Remote) callable(row orchestrator.MCPLogin, name, connectionID string) error {
 	switch {
-	case row.Server.Kind == orchestrator.ServerLocal:
+	case row.Server.Kind == orchestrator.ServerLocal && !r.serves(row.Server):
 		return fmt.Errorf("%s is a tool of the %s connector (login %s), whose local adapter is not built in this orchestrator yet, so it cannot be called. Use another offered tool, or call report_issue if you need this one",
 			name, row.Server.Slug, connectionID)
-	case row.Server.Kind != orchestrator.ServerRemote:
+	case row.Server.Kind != orchestrator.ServerRemote && row.Server.Kind != orchestrator.ServerLocal:
 		return fmt.Errorf("%s cannot be called: %s offers no tools", name, row.Server.Name)
 	case row.Connection.Status != orchestrator.ConnConnected:
 		return fmt.Errorf("%s cannot be called: the %s login %s is %s; connect it again", name, row.Server.Name, connectionID, row.Connection.Status)
@@ -337,14 +342,19 @@ func (r *Remote) TestCall(ctx context.Context, connectionID, name string, args j
 	if err != nil {
 		return TestResult{}, err
 	}
-	if err := callable(row, name, connectionID); err != nil {
+	if err := r.callable(row, name, connectionID); err != nil {
 		return TestResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "%v", err)
 	}
 	_, login, err := r.login(ctx, connectionID, "")
 	if err != nil {
 		return TestResult{}, err
 	}
-	out, err := r.Client.CallTool(ctx, login, tool, args)
+	var out string
+	if r.serves(row.Server) {
+		out, err = r.callLocal(ctx, row, login, tool, args, nil)
+	} else {
+		out, err = r.Client.CallTool(ctx, login, tool, args)
+	}
 	res := TestResult{Result: out}
 	if err != nil {
 		res = TestResult{Result: "ERROR: " + err.Error(), IsError: true}

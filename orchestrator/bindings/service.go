@@ -271,6 +271,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 		for _, m := range s.Manifests {
 			if m.Slug == srv.Slug {
 				manifest = m
+				manifest.URL, manifest.Endpoints = srv.URL, srv.Endpoints // the provider as in effect (the admin's)
 			}
 		}
 	}
@@ -278,10 +279,15 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	switch {
 	case s.Verifiers[srv.Slug] != nil:
 		v = s.Verifiers[srv.Slug]
+	case s.local(srv) != nil:
+		v = localVerifier{s.local(srv), req.PinnedPrices.ids()}
 	case srv.Kind == orchestrator.ServerRemote && s.Remote != nil:
 		v = s.Remote
 	}
 	ver, err := v.Verify(ctx, manifest, creds)
+	if orchestrator.ErrorCode(err) == orchestrator.EUPSTREAM {
+		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EUPSTREAM, "%s could not check the login, as the provider did not answer: %v; nothing was written", srv.Name, err)
+	}
 	if err != nil {
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s refused the login: %v; nothing was written", srv.Name, err)
 	}
