@@ -236,7 +236,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	var opened func(id, transport string) // set once the catalog service exists, before any session opens
 	mcpPool := mcp.New(mcp.Config{Logger: log, IdleTimeout: idle, OnOpen: func(id string, t mcp.Transport) { opened(id, string(t)) }})
 	defer mcpPool.Close()
-	cat, policy, err := catalogService(ctx, cfg, store, reg, log, mcp.Client{Pool: mcpPool}, listTTL)
+	cat, policy, err := catalogService(ctx, cfg, store, reg, log, mcp.Client{Pool: mcpPool}, localAdapters{Sandboxes: boxes, Log: log}, listTTL)
 	if err != nil {
 		return err
 	}

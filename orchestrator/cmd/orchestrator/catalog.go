@@ -17,9 +17,10 @@ import (
 
 // catalogService wires the catalog, connections and bindings: it loads the manifests, reseeds the
 // catalog and the platform bindings, and returns the service and the run offer policy, both
-// reaching remote MCP servers through client, relisting stored lists older than listTTL.
+// reaching remote MCP servers through client (relisting stored lists older than listTTL) and the
+// local API adapters through local.
 func catalogService(ctx context.Context, cfg config.Config, store *postgres.Store, reg *registry.Registry, log *slog.Logger,
-	client bindings.MCPClient, listTTL time.Duration) (*bindings.Service, *bindings.Policy, error) {
+	client bindings.MCPClient, local bindings.LocalAdapters, listTTL time.Duration) (*bindings.Service, *bindings.Policy, error) {
 	manifests, err := catalog.Load()
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +33,7 @@ func catalogService(ctx context.Context, cfg config.Config, store *postgres.Stor
 	} else {
 		log.Warn(sealed.KeyVar + " is not set: connections cannot store credentials, so Connect answers an error; set it (openssl rand -base64 32)")
 	}
-	remote := &bindings.Remote{Store: store, Box: box, Client: client, TTL: listTTL, Log: log}
+	remote := &bindings.Remote{Store: store, Box: box, Client: client, Local: local, TTL: listTTL, Log: log}
 	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: cfg.Getenv}, Remote: remote, Log: log}
 	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Log: log}
 	if err := svc.Seed(ctx); err != nil {

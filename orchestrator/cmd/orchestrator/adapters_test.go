@@ -1,0 +1,275 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+)
+
+const (
+	cgKey       = "CG-e2e-pro-key-7d1c40"
+	qontoLogin  = "acme-e2e-8412"
+	qontoSecret = "sk_qonto_e2e_31f9a0"
+)
+
+// adapterServe starts serve on a fresh database with a secret key, in the sandbox backend given.
+func adapterServe(t *testing.T, backend string) (*started, string) {
+	t.Helper()
+	_, dsn := pgtest.NewDBWithDSN(t)
+	env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_SECRET_KEY": base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")), "GUILDS_SANDBOX": backend,
+		"GUILDS_SANDBOX_NETWORK": "none"}
+	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+		env["GUILDS_BIN_DIR"] = d
+	}
+	s := startServe(t, env, nil)
+	t.Cleanup(func() { s.stop(t) })
+	return s, "http://" + s.addr
+}
+
+// must sends a request and fails unless it answers want.
+func must(t *testing.T, want int, method, url string, body any) map[string]any {
+	t.Helper()
+	st, out := request(t, method, url, body)
+	if st != want {
+		t.Fatalf("%s %s: %d %v, want %d", method, url, st, out, want)
+	}
+	return out
+}
+
+// scopesAt creates an org, a guild and an agent.
+func scopesAt(t *testing.T, api string) (org, agent string) {
+	o := must(t, 201, "POST", api+"/api/orgs", map[string]any{"name": "Acme"})
+	g := must(t, 201, "POST", api+"/api/orgs/"+o["id"].(string)+"/guilds", map[string]any{"name": "Builders"})
+	a := must(t, 201, "POST", api+"/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Ada"})
+	return o["id"].(string), a["id"].(string)
+}
+
+// errText is an error answer's message.
+func errText(out map[string]any) string {
+	if e, ok := out["error"].(map[string]any); ok {
+		s, _ := e["message"].(string)
+		return s
+	}
+	return fmt.Sprint(out)
+}
+
+// offeredNames lists a run's offered tool names.
+func offeredNames(run map[string]any) []string {
+	var out []string
+	for _, t := range run["offered_tools"].([]any) {
+		out = append(out, t.(map[string]any)["name"].(string))
+	}
+	return out
+}
+
+// coingeckoFake is CoinGecko Pro on loopback: ping, and a search whose one coin is named after
+// the key it was sent (an echo, so redaction can be seen), plus simple/price for Pinned prices.
+func coingeckoFake(t *testing.T) *adapterstest.Fake {
+	f := adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("x-cg-pro-api-key") == cgKey })
+	f.Deny = []byte(`{"status":{"error_code":10002,"error_message":"API Key Missing"}}`)
+	f.JSON("GET /api/v3/ping", 200, []byte(`{"gecko_says":"(V3) To the Moon!"}`))
+	f.Handle("GET /api/v3/search", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"coins": []any{map[string]any{"id": "bitcoin", "name": "Bitcoin " + r.Header.Get("x-cg-pro-api-key"), "symbol": "BTC", "market_cap_rank": 1}}})
+	})
+	f.Handle("GET /api/v3/simple/price", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		for _, id := range strings.Split(r.URL.Query().Get("ids"), ",") {
+			if id == "bitcoin" || id == "ethereum" {
+				out[id] = map[string]any{"usd": 67187.3, "usd_24h_change": -1.25, "last_updated_at": 1711843200}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return f
+}
+
+// TestAdaptersEndToEnd: through the HTTP API with a loopback CoinGecko, a rejected key writes
+// nothing, a provider that is down is a 502, a good key lists the curated tools, a run offers and
+// calls them with the key redacted from the stored result, the test-call route answers, and a
+// 401 on the key itself disconnects the login.
+func TestAdaptersEndToEnd(t *testing.T) {
+	s, api := adapterServe(t, "local")
+	_ = s
+	f := coingeckoFake(t)
+	must(t, 200, "PATCH", api+"/api/admin/mcp/servers/coingecko", map[string]any{"url": f.URL + "/api/v3"})
+	org, agent := scopesAt(t, api)
+
+	body := func(key string) map[string]any {
+		return map[string]any{"server": "coingecko", "scope": "org", "scope_id": org, "credentials": map[string]any{"api_key": key}}
+	}
+	st, out := request(t, "POST", api+"/api/mcp/connections", body("CG-wrong-key-0000"))
+	if st != 422 || !strings.Contains(errText(out), "CoinGecko") || !strings.Contains(errText(out), "API Key Missing") || strings.Contains(errText(out), "CG-wrong-key-0000") {
+		t.Fatalf("rejected key: %d %v", st, out)
+	}
+	if conns := must(t, 200, "GET", api+"/api/mcp/connections", nil); len(conns["connections"].([]any)) != 0 {
+		t.Fatalf("a rejected key wrote %v", conns)
+	}
+	f.JSON("GET /api/v3/ping", 503, []byte(`<html>maintenance</html>`))
+	if st, out := request(t, "POST", api+"/api/mcp/connections", body(cgKey)); st != 502 || !strings.Contains(errText(out), "down") {
+		t.Fatalf("provider down: %d %v", st, out)
+	}
+	f.JSON("GET /api/v3/ping", 200, []byte(`{"gecko_says":"(V3) To the Moon!"}`))
+
+	conn := must(t, 201, "POST", api+"/api/mcp/connections", body(cgKey))
+	id := conn["id"].(string)
+	if conn["verified_at"] == nil || conn["status"] != "connected" {
+		t.Fatalf("connection %v", conn)
+	}
+	var tools []string
+	for _, x := range must(t, 200, "GET", api+"/api/mcp/connections/"+id+"/tools", nil)["tools"].([]any) {
+		tools = append(tools, x.(map[string]any)["name"].(string))
+	}
+	if !slices.Contains(tools, "coingecko_search") || !slices.Contains(tools, "coingecko_trending") {
+		t.Fatalf("listed %v", tools)
+	}
+
+	run := must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	runID := run["id"].(string)
+	if names := offeredNames(run); !slices.Contains(names, "coingecko_search") {
+		t.Fatalf("offered %v", names)
+	}
+	res := must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"query": "btc"}})
+	got := res["result"].(string)
+	if !strings.Contains(got, "bitcoin\t") || strings.Contains(got, cgKey) || !strings.Contains(got, "remaining_tool_calls") {
+		t.Fatalf("call result %q", got)
+	}
+	// Arguments are checked against the listed schema before the provider is asked.
+	n := f.Count()
+	res = must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"limit": 3}})
+	if got := res["result"].(string); !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "query") || f.Count() != n {
+		t.Fatalf("bad arguments: %q (%d requests, was %d)", got, f.Count(), n)
+	}
+	for _, c := range must(t, 200, "GET", api+"/api/runs/"+runID+"/calls", nil)["calls"].([]any) {
+		if b, _ := json.Marshal(c); strings.Contains(string(b), cgKey) {
+			t.Fatalf("the key was stored: %s", b)
+		}
+	}
+
+	tc := must(t, 200, "POST", api+"/api/mcp/connections/"+id+"/call", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"query": "btc"}})
+	if r := tc["result"].(string); tc["is_error"] != false || !strings.Contains(r, "bitcoin\t") || strings.Contains(r, cgKey) {
+		t.Fatalf("test call %v", tc)
+	}
+
+	// A 401 on the key itself answers ERROR: and disconnects the login.
+	f.Check = func(*http.Request) bool { return false }
+	res = must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"query": "btc"}})
+	if got := res["result"].(string); !strings.HasPrefix(got, "ERROR: CoinGecko") {
+		t.Fatalf("refused call %q", got)
+	}
+	if c := must(t, 200, "GET", api+"/api/mcp/connections/"+id, nil); c["status"] != "disconnected" {
+		t.Fatalf("after a 401: %v", c)
+	}
+}
+
+// qontoFake is Qonto's Business API on loopback: the organization, one transaction, and an
+// upload that attaches at once, keeping what it received.
+type qontoFake struct {
+	*adapterstest.Fake
+	mu       sync.Mutex
+	attached []string
+	files    [][]byte
+}
+
+func newQontoFake(t *testing.T) *qontoFake {
+	q := &qontoFake{}
+	q.Fake = adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("Authorization") == qontoLogin+":"+qontoSecret })
+	q.JSON("GET /v2/organization", 200, []byte(`{"organization":{"slug":"acme-e2e-8412","legal_name":"ACME SAS","bank_accounts":[]}}`))
+	q.Handle("GET /v2/transactions/tx-0001", func(w http.ResponseWriter, _ *http.Request) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"transaction": map[string]any{"id": "tx-0001", "transaction_id": "tx-0001",
+			"attachment_ids": append([]string{}, q.attached...), "status": "completed", "side": "debit", "amount": 12.5, "currency": "EUR"}})
+	})
+	q.Handle("POST /v2/transactions/tx-0001/attachments", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		file, _, err := r.FormFile("file")
+		if err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		data, _ := io.ReadAll(file)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.files = append(q.files, data)
+		q.attached = append(q.attached, fmt.Sprintf("att-%d", len(q.attached)+1))
+		_ = json.NewEncoder(w).Encode(map[string]any{"attachment": map[string]any{"id": q.attached[len(q.attached)-1]}})
+	})
+	return q
+}
+
+// TestQontoUploadFromBubblewrapWorkspace: upload_invoice reads a real PDF the agent wrote in its
+// bubblewrap workspace (by a path relative to the run's working directory), attaches it, and
+// refuses a .pdf that is really a shell script and a path outside /home/agent.
+func TestQontoUploadFromBubblewrapWorkspace(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 || os.Getenv("GUILDS_BIN_DIR") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root with bubblewrap installed and GUILDS_BIN_DIR set")
+		}
+		t.Skip("needs root, bubblewrap and GUILDS_BIN_DIR")
+	}
+	_, api := adapterServe(t, "bubblewrap")
+	q := newQontoFake(t)
+	must(t, 200, "PATCH", api+"/api/admin/mcp/servers/qonto", map[string]any{"url": q.URL})
+	org, agent := scopesAt(t, api)
+	conn := must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "qonto", "scope": "org", "scope_id": org,
+		"credentials": map[string]any{"login": qontoLogin, "secret_key": qontoSecret}})
+	if conn["verified_at"] == nil {
+		t.Fatalf("connection %v", conn)
+	}
+	must(t, 200, "PATCH", api+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
+	run := must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	runID := run["id"].(string)
+	if !slices.Contains(offeredNames(run), "qonto_upload_invoice") {
+		t.Fatalf("offered %v", offeredNames(run))
+	}
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		return must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": name, "arguments": args})["result"].(string)
+	}
+	pdf := "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+	sh := "#!/bin/sh\necho pwned " + qontoSecret + "\n"
+	out := call("shell", map[string]any{"command": "mkdir -p invoices && cd invoices && printf '%s' '" + pdf + "' > june.pdf && printf '%s' '" + sh + "' > fake.pdf && pwd"})
+	if !strings.Contains(out, "/home/agent/invoices") {
+		t.Fatalf("shell: %q", out)
+	}
+
+	got := call("qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": "june.pdf"})
+	if !strings.Contains(got, "tx-0001\tjune.pdf\tapplication/pdf\tatt-1\ttrue") {
+		t.Fatalf("upload: %q", got)
+	}
+	q.mu.Lock()
+	if len(q.files) != 1 || string(q.files[0]) != pdf {
+		t.Fatalf("the fake received %q", q.files)
+	}
+	q.mu.Unlock()
+	for _, bad := range []struct{ path, says string }{
+		{"fake.pdf", "not a PDF, JPEG or PNG"},
+		{"/etc/passwd", "under /home/agent"},
+		{"../../../etc/passwd", "outside"},
+	} {
+		got := call("qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": bad.path})
+		if !strings.HasPrefix(got, "ERROR: Qonto") || !strings.Contains(got, bad.says) || strings.Contains(got, qontoSecret) {
+			t.Errorf("%s: %q", bad.path, got)
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.files) != 1 {
+		t.Fatalf("a refused file reached Qonto: %d uploads", len(q.files))
+	}
+}
