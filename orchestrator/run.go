@@ -55,6 +55,23 @@ type Run struct {
 	CreatedAt      time.Time     `json:"created_at"`
 	ClosedAt       *time.Time    `json:"closed_at"`
 	Exploration    *Exploration  `json:"exploration"` // coding runs, after each generation; null until then
+	State          *RunState     `json:"state"`       // what the run started knowing besides its tools; null when nothing
+}
+
+// RunState is what a run starts knowing besides its tools.
+type RunState struct {
+	Prices      []PinnedPrice `json:"prices"`                 // the agent's Pinned prices login's coins, quoted at run start
+	PricesError string        `json:"prices_error,omitempty"` // why they could not be quoted (the run started anyway)
+}
+
+// PinnedPrice is one pinned coin's quote at run start.
+type PinnedPrice struct {
+	ID        string    `json:"id"`
+	Symbol    string    `json:"symbol"`
+	Name      string    `json:"name"`
+	USD       *float64  `json:"price_usd"`  // null when the provider did not quote it
+	Change24h *float64  `json:"change_24h"` // percent over 24 hours
+	QuotedAt  time.Time `json:"quoted_at"`
 }
 
 // Remaining returns how many tool calls the run has left.

@@ -401,6 +401,18 @@ func (s *Store) SetConnectionStatus(ctx context.Context, id, status string, now 
 	return s.GetConnection(ctx, id)
 }
 
+// SetConnectionSettings replaces a connection's settings (Pinned prices' coins).
+func (s *Store) SetConnectionSettings(ctx context.Context, id string, settings json.RawMessage, now time.Time) (orchestrator.Connection, error) {
+	tag, err := s.pool.Exec(ctx, "UPDATE mcp_connections SET settings = $2, updated_at = $3 WHERE id = $1", id, []byte(settings), now)
+	if err != nil {
+		return orchestrator.Connection{}, fmt.Errorf("set settings of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return orchestrator.Connection{}, notFound("connection", id)
+	}
+	return s.GetConnection(ctx, id)
+}
+
 // DeleteConnection deletes a connection; its listed tools and the bindings naming it cascade.
 func (s *Store) DeleteConnection(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, "DELETE FROM mcp_connections WHERE id = $1", id)

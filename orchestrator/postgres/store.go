@@ -238,15 +238,21 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, p orchestrator.Agent
 }
 
 // runColumns is the column list scanRun reads.
-const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at, exploration"
+const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at, exploration, state"
 
 // scanRun reads one run row.
 func scanRun(r pgx.Row) (orchestrator.Run, error) {
 	var run orchestrator.Run
-	var cfg, offered, exploration []byte
+	var cfg, offered, exploration, state []byte
 	if err := r.Scan(&run.ID, &run.AgentID, &run.GuildID, &run.OrgID, &run.Kind, &run.Status, &cfg,
-		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt, &exploration); err != nil {
+		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt, &exploration, &state); err != nil {
 		return run, err
+	}
+	if state != nil {
+		run.State = &orchestrator.RunState{}
+		if err := json.Unmarshal(state, run.State); err != nil {
+			return run, fmt.Errorf("run %s state: %w", run.ID, err)
+		}
 	}
 	if exploration != nil {
 		run.Exploration = &orchestrator.Exploration{}
@@ -273,9 +279,15 @@ func (s *Store) CreateRun(ctx context.Context, r orchestrator.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt)
+	var state []byte
+	if r.State != nil {
+		if state, err = json.Marshal(r.State); err != nil {
+			return fmt.Errorf("create run: %w", err)
+		}
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt, state)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return notFound("agent", r.AgentID)
