@@ -28,6 +28,7 @@ type Service struct {
 	Secrets  orchestrator.RunSecrets // the run's granted secret values; nil means none
 	Dynamic  DynamicTools            // per-agent tools beside the registry (parameterised scripts); nil means none
 	MCP      MCPCaller               // calls of offered MCP tools; nil answers them with an error
+	State    StateSource             // what a run starts knowing besides its tools (pinned prices); nil means nothing
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
@@ -117,11 +118,20 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 		Kind: req.Kind, Status: orchestrator.RunOpen, Config: cfg, ToolCallBudget: budget,
 		OfferedTools: offered, CreatedAt: s.now().Truncate(time.Microsecond),
 	}
+	if s.State != nil {
+		run.State = s.State.RunState(ctx, agent)
+	}
 	if err := s.Runs.CreateRun(ctx, run); err != nil {
 		return orchestrator.Run{}, err
 	}
 	s.log().Info("run started", "run_id", run.ID, "agent_id", agent.ID, "kind", run.Kind, "offered", len(offered), "budget", budget)
 	return run, nil
+}
+
+// StateSource is what a run starts knowing besides its tools: bindings' Pinned prices quote.
+// It never stops a run start: a failure is carried in the state it returns.
+type StateSource interface {
+	RunState(ctx context.Context, agent orchestrator.Agent) *orchestrator.RunState
 }
 
 // offer asks the policy and adds every always-offered tool, sorted by name.
