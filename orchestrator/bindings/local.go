@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -28,7 +27,7 @@ type LocalAdapters interface {
 	// CheckCoins refuses a pinned list with an id the provider does not quote.
 	CheckCoins(ctx context.Context, server orchestrator.MCPServer, creds map[string]string, ids []string) error
 	// QuoteCoins quotes the pinned coins in one request, in their order.
-	QuoteCoins(ctx context.Context, server orchestrator.MCPServer, creds map[string]string, coins []Coin) ([]Price, error)
+	QuoteCoins(ctx context.Context, server orchestrator.MCPServer, creds map[string]string, coins []Coin) ([]orchestrator.PinnedPrice, error)
 }
 
 // LocalCall is one call of a local adapter's tool.
@@ -39,16 +38,6 @@ type LocalCall struct {
 	Tool         string            // the bare curated name, e.g. search
 	Args         map[string]any    // checked against the listed schema
 	Run          *orchestrator.Run // the calling run; nil for the operator's test call
-}
-
-// Price is one pinned coin's quote: an entry of a run's state.prices.
-type Price struct {
-	ID        string    `json:"id"`
-	Symbol    string    `json:"symbol"`
-	Name      string    `json:"name"`
-	USD       *float64  `json:"price_usd"`
-	Change24h *float64  `json:"change_24h"`
-	QuotedAt  time.Time `json:"quoted_at"`
 }
 
 // keyInvalid is a local call error after which the login is marked disconnected.

@@ -141,7 +141,7 @@ func (a localAdapters) CheckCoins(ctx context.Context, srv orchestrator.MCPServe
 }
 
 // QuoteCoins quotes the pinned coins in one request.
-func (a localAdapters) QuoteCoins(ctx context.Context, srv orchestrator.MCPServer, creds map[string]string, pinned []bindings.Coin) ([]bindings.Price, error) {
+func (a localAdapters) QuoteCoins(ctx context.Context, srv orchestrator.MCPServer, creds map[string]string, pinned []bindings.Coin) ([]orchestrator.PinnedPrice, error) {
 	c, err := coins(srv.Slug)
 	if err != nil {
 		return nil, err
@@ -154,9 +154,9 @@ func (a localAdapters) QuoteCoins(ctx context.Context, srv orchestrator.MCPServe
 	if err != nil {
 		return nil, a.failed(srv.Slug, "quote coins", err)
 	}
-	out := make([]bindings.Price, 0, len(quoted))
+	out := make([]orchestrator.PinnedPrice, 0, len(quoted))
 	for _, q := range quoted {
-		out = append(out, bindings.Price(q))
+		out = append(out, orchestrator.PinnedPrice(q))
 	}
 	return out, nil
 }
