@@ -25,6 +25,9 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 	api.Get("/mcp/connections/:id/tools", s.connectionTools)
 	api.Post("/mcp/connections/:id/refresh", s.refreshConnection)
 	api.Post("/mcp/connections/:id/call", s.testCall)
+	api.Post("/mcp/pinned-prices/search", s.searchCoins)
+	api.Get("/mcp/connections/:id/pinned-prices/search", s.searchConnectionCoins)
+	api.Put("/mcp/connections/:id/pinned-prices", s.pinCoins)
 	api.Put("/bindings", s.putBinding)
 	api.Delete("/bindings", s.deleteBinding)
 	api.Get("/bindings", s.listBindings)
@@ -52,6 +55,9 @@ type CatalogService interface {
 	DeleteBinding(ctx context.Context, req bindings.BindingRequest) error
 	ListBindings(ctx context.Context, scope, id string) ([]orchestrator.Binding, error)
 	Access(ctx context.Context, scope, id string) (bindings.Access, error)
+	SearchCoins(ctx context.Context, apiKey, q string) ([]bindings.Coin, error)
+	SearchConnectionCoins(ctx context.Context, id, q string) ([]bindings.Coin, error)
+	PinCoins(ctx context.Context, id string, coins []bindings.Coin) (orchestrator.Connection, error)
 }
 
 // catalog returns the bindings service, or an error when the server was built without one.
@@ -297,4 +303,72 @@ func (s *Server) testCall(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(res)
+}
+
+// searchCoinsRequest is the body of POST /api/mcp/pinned-prices/search: the coin picker before Connect.
+type searchCoinsRequest struct {
+	APIKey string `json:"api_key"`
+	Q      string `json:"q"`
+}
+
+// coinsAnswer is the coin picker's answer.
+type coinsAnswer struct {
+	Coins []bindings.Coin `json:"coins"`
+}
+
+func (s *Server) searchCoins(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req searchCoinsRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	coins, err := b.SearchCoins(c.UserContext(), req.APIKey, req.Q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(coinsAnswer{Coins: nonNilCoins(coins)})
+}
+
+func (s *Server) searchConnectionCoins(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	coins, err := b.SearchConnectionCoins(c.UserContext(), c.Params("id"), c.Query("q"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(coinsAnswer{Coins: nonNilCoins(coins)})
+}
+
+// pinCoinsRequest is the body of PUT /api/mcp/connections/:id/pinned-prices.
+type pinCoinsRequest struct {
+	Coins []bindings.Coin `json:"coins"`
+}
+
+func (s *Server) pinCoins(c *fiber.Ctx) error {
+	b, err := s.catalog()
+	if err != nil {
+		return err
+	}
+	var req pinCoinsRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	conn, err := b.PinCoins(c.UserContext(), c.Params("id"), req.Coins)
+	if err != nil {
+		return err
+	}
+	return c.JSON(conn)
+}
+
+// nonNilCoins answers an empty list as [].
+func nonNilCoins(c []bindings.Coin) []bindings.Coin {
+	if c == nil {
+		return []bindings.Coin{}
+	}
+	return c
 }
