@@ -254,6 +254,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		Offer:   policy,
 		Dynamic: scr,
 		MCP:     cat.Remote,
+		State:   policy,
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
 	}
