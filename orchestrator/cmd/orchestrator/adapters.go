@@ -178,6 +178,8 @@ func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, erro
 	home := box.Places().Home
 	if name == "~" || strings.HasPrefix(name, "~/") {
 		name = home + name[1:]
+	} else if within(agentHome, name) && home != agentHome {
+		name = home + strings.TrimPrefix(name, agentHome) // a local sandbox's home is a host folder
 	}
 	if !path.IsAbs(name) {
 		cwd := home
@@ -194,6 +196,9 @@ func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, erro
 	}
 	return box.ReadFile(ctx, name)
 }
+
+// agentHome is the workspace as the agent and the adapters name it.
+const agentHome = "/home/agent"
 
 // within reports whether p is root or under it.
 func within(root, p string) bool { return p == root || strings.HasPrefix(p, root+"/") }
