@@ -24,7 +24,7 @@ type Service struct {
 	Registry  *registry.Registry
 	Manifests []orchestrator.MCPServer // catalog.Load(): the seed, and the curated tool lists
 	Box       *sealed.Box              // GUILDS_SECRET_KEY; nil: Connect is unavailable
-	Verifiers map[string]Verifier      // per server slug; a server without one uses Remote (remote servers) or Unverified
+	Verifiers map[string]Verifier      // per server slug; a server without one uses its local adapter (Remote.Local), Remote (remote servers) or Unverified
 	Remote    *Remote                  // the MCP client's logins; nil: remote servers are not asked anything
 	Policy    *Policy                  // the offer rules, for the access views
 	Now       func() time.Time
@@ -224,7 +224,8 @@ func (r ConnectRequest) settings(srv orchestrator.MCPServer) (json.RawMessage, e
 const maxCredential = 8192
 
 // Connect stores a token login: it checks the fields against the server's token form, asks the
-// server's Verifier (none checks with the provider yet: see Unverified), seals the credentials,
+// server's Verifier (its local adapter, the remote server's tools/list, or Unverified for a
+// connector with neither; a provider that does not answer is EUPSTREAM), seals the credentials,
 // marks the connection connected, writes its listed tools and the enabled binding at the owner
 // scope. A pending or disconnected login of the same server and owner is retried in place; a
 // connected one is a 409.
