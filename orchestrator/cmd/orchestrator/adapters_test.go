@@ -142,7 +142,7 @@ func TestAdaptersEndToEnd(t *testing.T) {
 	}
 	res := must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"query": "btc"}})
 	got := res["result"].(string)
-	if !strings.Contains(got, "bitcoin\t") || strings.Contains(got, cgKey) || !strings.Contains(got, "remaining_tool_calls") {
+	if !strings.Contains(got, "bitcoin\t") || strings.Contains(got, cgKey) || !strings.Contains(got, "Bitcoin [REDACTED]") || !strings.Contains(got, "remaining_tool_calls") {
 		t.Fatalf("call result %q", got)
 	}
 	// Arguments are checked against the listed schema before the provider is asked.
@@ -158,7 +158,7 @@ func TestAdaptersEndToEnd(t *testing.T) {
 	}
 
 	tc := must(t, 200, "POST", api+"/api/mcp/connections/"+id+"/call", map[string]any{"name": "coingecko_search", "arguments": map[string]any{"query": "btc"}})
-	if r := tc["result"].(string); tc["is_error"] != false || !strings.Contains(r, "bitcoin\t") || strings.Contains(r, cgKey) {
+	if r := tc["result"].(string); tc["is_error"] != false || !strings.Contains(r, "Bitcoin [REDACTED]") || strings.Contains(r, cgKey) {
 		t.Fatalf("test call %v", tc)
 	}
 
@@ -185,7 +185,8 @@ type qontoFake struct {
 func newQontoFake(t *testing.T) *qontoFake {
 	q := &qontoFake{}
 	q.Fake = adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("Authorization") == qontoLogin+":"+qontoSecret })
-	q.JSON("GET /v2/organization", 200, []byte(`{"organization":{"slug":"acme-e2e-8412","legal_name":"ACME SAS","bank_accounts":[]}}`))
+	q.JSON("GET /v2/organization", 200, []byte(`{"organization":{"slug":"acme-e2e-8412","legal_name":"ACME SAS","bank_accounts":[
+		{"id":"acc-1","name":"Main `+qontoLogin+` `+qontoSecret+`","iban":"FR7616958000013234567890180","currency":"EUR","balance":48213.57,"status":"active"}]}}`))
 	q.Handle("GET /v2/transactions/tx-0001", func(w http.ResponseWriter, _ *http.Request) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -248,6 +249,10 @@ func TestQontoUploadFromBubblewrapWorkspace(t *testing.T) {
 		t.Fatalf("shell: %q", out)
 	}
 
+	// Both the login and the secret key join the run's redaction (the fake echoes them in an account name).
+	if got := call("qonto_list_bank_accounts", map[string]any{}); !strings.Contains(got, "Main [REDACTED] [REDACTED]") || strings.Contains(got, qontoSecret) {
+		t.Fatalf("bank accounts: %q", got)
+	}
 	got := call("qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": "june.pdf"})
 	if !strings.Contains(got, "tx-0001\tjune.pdf\tapplication/pdf\tatt-1\ttrue") {
 		t.Fatalf("upload: %q", got)
@@ -336,5 +341,60 @@ func TestPinnedPricesEndToEnd(t *testing.T) {
 	st, _ := run["state"].(map[string]any)
 	if e, _ := st["prices_error"].(string); !strings.HasPrefix(e, "ERROR: CoinGecko") || len(st["prices"].([]any)) != 0 {
 		t.Fatalf("state after a failed quote %v", run["state"])
+	}
+}
+
+// TestEveryAdapterConnects: each of the seven adapters is linked and answers Connect through its
+// catalog row (its url and every named endpoint pointed at a fake): a provider refusing every
+// request is a 422 carrying its answer, with nothing written.
+func TestEveryAdapterConnects(t *testing.T) {
+	_, api := adapterServe(t, "local")
+	org, _ := scopesAt(t, api)
+	f := adapterstest.NewFake(t, func(*http.Request) bool { return false })
+	rows := map[string]map[string]any{}
+	for _, s := range must(t, 200, "GET", api+"/api/admin/mcp/servers", nil)["servers"].([]any) {
+		s := s.(map[string]any)
+		rows[s["slug"].(string)] = s
+	}
+	for _, tc := range []struct {
+		slug  string
+		creds map[string]any
+		extra map[string]any
+	}{
+		{"coingecko", map[string]any{"api_key": "k-coingecko-0001"}, nil},
+		{"pinned_prices", map[string]any{"api_key": "k-pinned-0001"}, map[string]any{"coins": []any{map[string]any{"id": "bitcoin", "symbol": "btc", "name": "Bitcoin"}}}},
+		{"alchemy", map[string]any{"api_key": "k-alchemy-0001"}, nil},
+		{"x", map[string]any{"bearer_token": "k-x-bearer-0001"}, nil},
+		{"twitterapi", map[string]any{"api_key": "k-twitterapi-0001"}, nil},
+		{"qonto", map[string]any{"login": "acme-0001", "secret_key": "sk-qonto-0001"}, nil},
+		{"dexpaprika", map[string]any{"api_key": "k-dexpaprika-0001"}, nil},
+	} {
+		row := rows[tc.slug]
+		if row == nil {
+			t.Fatalf("%s is not in the catalog", tc.slug)
+		}
+		endpoints := map[string]any{}
+		for name := range row["endpoints"].(map[string]any) {
+			endpoints[name] = f.URL
+		}
+		must(t, 200, "PATCH", api+"/api/admin/mcp/servers/"+tc.slug, map[string]any{"url": f.URL, "endpoints": endpoints})
+		body := map[string]any{"server": tc.slug, "scope": "org", "scope_id": org, "credentials": tc.creds}
+		for k, v := range tc.extra {
+			body[k] = v
+		}
+		n := f.Count()
+		st, out := request(t, "POST", api+"/api/mcp/connections", body)
+		msg := errText(out)
+		if st != 422 || f.Count() == n || !strings.Contains(msg, "nothing was written") {
+			t.Errorf("%s: %d %v (%d requests)", tc.slug, st, out, f.Count()-n)
+		}
+		for _, v := range tc.creds {
+			if strings.Contains(msg, v.(string)) {
+				t.Errorf("%s: the error shows a credential: %s", tc.slug, msg)
+			}
+		}
+	}
+	if conns := must(t, 200, "GET", api+"/api/mcp/connections", nil); len(conns["connections"].([]any)) != 0 {
+		t.Fatalf("refused logins wrote %v", conns)
 	}
 }
