@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
@@ -194,8 +196,23 @@ func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, erro
 	if !within(home, name) {
 		return nil, errors.New("the path is outside " + home)
 	}
-	return box.ReadFile(ctx, name)
+	// The size as the sandbox sees it (links followed there) before anything is read.
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"stat", "-L", "-c", "%s", "--", name}, Timeout: 10 * time.Second})
+	if err == nil && res.ExitCode == 0 {
+		if n, perr := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64); perr == nil && n > maxWorkspaceRead {
+			return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, n, maxWorkspaceRead>>20)
+		}
+	}
+	b, err := box.ReadFile(ctx, name)
+	if err == nil && len(b) > maxWorkspaceRead {
+		clear(b)
+		return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, len(b), maxWorkspaceRead>>20)
+	}
+	return b, err
 }
+
+// maxWorkspaceRead is the largest workspace file an adapter reads (Qonto's own limit is lower).
+const maxWorkspaceRead = 16 << 20
 
 // agentHome is the workspace as the agent and the adapters name it.
 const agentHome = "/home/agent"

@@ -37,6 +37,13 @@ func TestWorkspaceFiles(t *testing.T) {
 			t.Errorf("%s: %v, want outside", name, err)
 		}
 	}
+	// A file over the cap is refused by its size.
+	if err := box.WriteFile(ctx, path.Join(home, "docs/big.pdf"), make([]byte, maxWorkspaceRead+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ReadFile(ctx, "big.pdf"); err == nil || !strings.Contains(err.Error(), "at most 16 MiB") {
+		t.Errorf("big file: %v", err)
+	}
 	// Without a stored working directory a relative path starts at home.
 	w.runID = "run2"
 	if b, err := w.ReadFile(ctx, "docs/a.pdf"); err != nil || string(b) != "%PDF-1.4 a" {
