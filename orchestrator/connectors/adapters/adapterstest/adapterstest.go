@@ -96,6 +96,20 @@ func (f *Fake) Last() *http.Request {
 	return f.Requests[len(f.Requests)-1]
 }
 
+// CheckLast fails t unless the fake's last request went to path with every query value given.
+func (f *Fake) CheckLast(t testing.TB, path string, query map[string]string) {
+	t.Helper()
+	r := f.Last()
+	if r == nil || r.URL.Path != path {
+		t.Fatalf("last request %v, want path %s", r, path)
+	}
+	for k, v := range query {
+		if got := r.URL.Query().Get(k); got != v {
+			t.Errorf("query %s=%q, want %q", k, got, v)
+		}
+	}
+}
+
 // Count is the number of requests seen.
 func (f *Fake) Count() int {
 	f.mu.Lock()

@@ -96,15 +96,7 @@ func TestTools(t *testing.T) {
 				t.Fatal(err)
 			}
 			adapterstest.Golden(t, tt.name, got)
-			r := tt.fake.Last()
-			if r == nil || r.URL.Path != tt.path {
-				t.Fatalf("request %v, want path %s", r, tt.path)
-			}
-			for k, v := range tt.query {
-				if r.URL.Query().Get(k) != v {
-					t.Errorf("query %s=%q, want %q", k, r.URL.Query().Get(k), v)
-				}
-			}
+			tt.fake.CheckLast(t, tt.path, tt.query)
 			if strings.Contains(got, "https://") {
 				t.Errorf("a URL (image or token URI) in the result:\n%s", got)
 			}

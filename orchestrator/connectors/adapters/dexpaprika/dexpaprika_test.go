@@ -117,15 +117,7 @@ func TestTools(t *testing.T) {
 				t.Fatal(err)
 			}
 			adapterstest.Golden(t, tt.name, got)
-			r := main.Last()
-			if r.URL.Path != tt.path {
-				t.Errorf("path %s, want %s", r.URL.Path, tt.path)
-			}
-			for k, v := range tt.query {
-				if r.URL.Query().Get(k) != v {
-					t.Errorf("query %s=%q, want %q", k, r.URL.Query().Get(k), v)
-				}
-			}
+			main.CheckLast(t, tt.path, tt.query)
 		})
 	}
 	if main.Denied != 0 {
