@@ -157,7 +157,7 @@ func (f fileAPI) WriteFile(ctx context.Context, name string, data []byte, perm f
 		return fmt.Errorf("sandbox path %q is a folder", name)
 	}
 	if hostDir == "" {
-		return f.inside(ctx, name, writeScript, data, fmt.Sprintf("%o", perm.Perm()))
+		return f.inside(ctx, "write", name, writeScript, data, fmt.Sprintf("%o", perm.Perm()))
 	}
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
@@ -250,7 +250,7 @@ func (f fileAPI) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("sandbox path %q is a top folder of the sandbox and cannot be removed", name)
 	}
 	if hostDir == "" {
-		return f.inside(ctx, name, removeScript, nil)
+		return f.inside(ctx, "remove", name, removeScript, nil)
 	}
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
@@ -279,14 +279,11 @@ cat > "$t"; chmod -- "$2" "$t"; mv -f -T -- "$t" "$1"; trap - EXIT`
 // fileOpTimeout bounds one in-sandbox file operation.
 const fileOpTimeout = 30 * time.Second
 
-// inside runs one of the file scripts in the sandbox for name, with stdin and extra arguments.
-func (f fileAPI) inside(ctx context.Context, name, script string, stdin []byte, args ...string) error {
+// inside runs one of the file scripts (op names it in errors) in the sandbox for name, with stdin
+// (nil: none) and extra arguments.
+func (f fileAPI) inside(ctx context.Context, op, name, script string, stdin []byte, args ...string) error {
 	argv := append([]string{"/bin/sh", "-c", script, "sh", path.Clean(name)}, args...)
-	if stdin == nil && script == writeScript {
-		stdin = []byte{}
-	}
 	res, err := f.exec(ctx, ExecRequest{Argv: argv, Stdin: stdin, Timeout: fileOpTimeout})
-	op := map[string]string{writeScript: "write", removeScript: "remove", readScript: "read"}[script]
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, name, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/guildsai/guilds/shared/atomicfile"
 )
 
 // systemDirName is the folder, under the sandbox root, of what every sandbox shares: the
@@ -59,7 +61,7 @@ func writeEtc(dir, network string) error {
 		return fmt.Errorf("create the sandboxes' /etc: %w", err)
 	}
 	for name, content := range etcFiles(network) {
-		if err := writeFileAtomic(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write the sandboxes' /etc/%s: %w", name, err)
 		}
 	}
@@ -154,7 +156,11 @@ func stageFile(src, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(dst, data, openToAll(fi.Mode())); err != nil {
+	// A copy made before keeps its mode through the write: set the one the source has now.
+	if err := atomicfile.WriteFile(dst, data, openToAll(fi.Mode())); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dst, openToAll(fi.Mode())); err != nil {
 		return "", err
 	}
 	if err := os.Chtimes(dst, fi.ModTime(), fi.ModTime()); err != nil {
@@ -239,26 +245,4 @@ func openToAll(mode fs.FileMode) fs.FileMode {
 		p |= 0o111
 	}
 	return p
-}
-
-// writeFileAtomic writes data to file through a temporary file beside it and a rename.
-func writeFileAtomic(file string, data []byte, perm fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), perm)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), file)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
