@@ -673,7 +673,7 @@ func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdo
 		if err != nil {
 			return nil, nil, err
 		}
-		ooms := srv.oomKills()
+		before := srv.events()
 		r, err := srv.start(ctx, req, stdin, stdout, stderr)
 		if errors.Is(err, errServerGone) && attempt == 0 && ctx.Err() == nil && srv.ended(time.Second) {
 			release()
@@ -683,7 +683,7 @@ func (b *bwrapBox) launch(ctx context.Context, req sandboxd.Request, stdin, stdo
 			release()
 			return nil, nil, fmt.Errorf("start %s in the sandbox: %w", req.Argv[0], err)
 		}
-		r.srv, r.ooms = srv, ooms
+		r.srv, r.before = srv, before
 		return r, release, nil
 	}
 }
@@ -744,8 +744,9 @@ func (b *bwrapBox) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	errR.Close()
 	<-outDone
 	<-errDone
+	after := r.srv.events()
 	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: ev.ExitCode, Duration: time.Since(start),
-		OOMKilled: int(r.srv.oomKills() - r.ooms)}
+		OOMKilled: int(after.oomKills - r.before.oomKills), PidsRefused: int(after.pidsRefused - r.before.pidsRefused)}
 	switch {
 	case werr != nil && ctx.Err() != nil:
 		return res, fmt.Errorf("%s: %w", req.Argv[0], werr)

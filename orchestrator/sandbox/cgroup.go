@@ -255,16 +255,30 @@ func (g *cgroup) leaveThread() error {
 	return nil
 }
 
-// oomKills counts the processes the kernel killed in the sandbox for want of memory.
-func (g *cgroup) oomKills() uint64 {
-	file := ""
+// limitEvents counts what the sandbox's limits refused so far.
+type limitEvents struct {
+	oomKills    uint64 // processes the kernel killed for want of memory
+	pidsRefused uint64 // forks and new threads refused at the process limit
+}
+
+// events reads the sandbox's limit counters; a counter the host does not keep reads 0.
+func (g *cgroup) events() limitEvents {
+	var ev limitEvents
 	if dir, ok := g.dirs["memory"]; ok {
-		file = filepath.Join(dir, "memory.oom_control")
+		ev.oomKills = counter(filepath.Join(dir, "memory.oom_control"), "oom_kill")
 	} else if dir, ok := g.dirs["unified"]; ok {
-		file = filepath.Join(dir, "memory.events")
-	} else {
-		return 0
+		ev.oomKills = counter(filepath.Join(dir, "memory.events"), "oom_kill")
 	}
+	if dir, ok := g.dirs["pids"]; ok {
+		ev.pidsRefused = counter(filepath.Join(dir, "pids.events"), "max")
+	} else if dir, ok := g.dirs["unified"]; ok {
+		ev.pidsRefused = counter(filepath.Join(dir, "pids.events"), "max")
+	}
+	return ev
+}
+
+// counter reads the value of the "key value" line of a cgroup file, 0 when it has none.
+func counter(file, key string) uint64 {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0
@@ -272,7 +286,7 @@ func (g *cgroup) oomKills() uint64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), key+" "); ok {
 			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n
 		}

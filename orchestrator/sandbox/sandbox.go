@@ -53,6 +53,9 @@ type ExecResult struct {
 	// OOMKilled counts the processes the kernel killed in the sandbox for want of memory while
 	// the command ran (the sandbox's memory limit); 0 where the backend cannot tell.
 	OOMKilled int
+	// PidsRefused counts the new processes and threads the sandbox's process limit refused while
+	// the command ran; 0 where the backend cannot tell.
+	PidsRefused int
 }
 
 // StderrLine returns the first non-empty line of Stderr, at most 300 bytes, or def.

@@ -151,12 +151,12 @@ func startServer(ctx context.Context, cmd *exec.Cmd, extra []*os.File, launch fu
 	return s, nil
 }
 
-// oomKills counts the sandbox's out-of-memory kills so far.
-func (s *server) oomKills() uint64 {
+// events counts what the sandbox's limits refused so far.
+func (s *server) events() limitEvents {
 	if s.cg == nil {
-		return 0
+		return limitEvents{}
 	}
-	return s.cg.oomKills()
+	return s.cg.events()
 }
 
 // alive reports whether the sandbox still runs and was not given up.
@@ -213,12 +213,12 @@ func (s *server) kill() {
 
 // remote is one command running in the sandbox.
 type remote struct {
-	conn *net.UnixConn
-	r    *bufio.Reader
-	pid  int
-	wmu  sync.Mutex
-	srv  *server
-	ooms uint64 // the sandbox's out-of-memory kills before the command started
+	conn   *net.UnixConn
+	r      *bufio.Reader
+	pid    int
+	wmu    sync.Mutex
+	srv    *server
+	before limitEvents // the sandbox's limit counters before the command started
 }
 
 // start asks the server to run req with the given stdio; it returns once the command runs. An

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -69,9 +70,10 @@ func CallHelper(ctx context.Context, box sandbox.Sandbox, helper string, req env
 		}
 		return envelope.Reply{}, fmt.Errorf("run %s in the sandbox: %w", name, err)
 	}
-	if res.ExitCode != 0 && res.OOMKilled > 0 {
+	note := limitNote(res)
+	if res.ExitCode != 0 && note != "" {
 		return envelope.Reply{}, &HelperError{
-			Msg:    fmt.Sprintf("%s was killed (exit status %d): %s", name, res.ExitCode, oomNote(res.OOMKilled)),
+			Msg:    fmt.Sprintf("%s was stopped (exit status %d): %s", name, res.ExitCode, note),
 			Detail: string(res.Stderr),
 		}
 	}
@@ -88,23 +90,30 @@ func CallHelper(ctx context.Context, box sandbox.Sandbox, helper string, req env
 			Detail: fmt.Sprintf("stdout: %.2000q\nstderr: %.4000s", res.Stdout, res.Stderr),
 		}
 	}
-	if res.OOMKilled > 0 {
+	if note != "" {
 		if reply.Failed() {
-			reply.Error += "\n" + oomNote(res.OOMKilled)
+			reply.Error += "\n" + note
 		} else {
-			reply.Text += "\n" + oomNote(res.OOMKilled)
+			reply.Text += "\n" + note
 		}
 	}
 	return reply, nil
 }
 
-// oomNote tells the model that the command ran out of the sandbox's memory.
-func oomNote(killed int) string {
-	what := "a process"
-	if killed > 1 {
-		what = fmt.Sprintf("%d processes", killed)
+// limitNote tells the model which of the sandbox's limits the command ran into, "" for none.
+func limitNote(res sandbox.ExecResult) string {
+	var notes []string
+	if res.OOMKilled > 0 {
+		what := "a process"
+		if res.OOMKilled > 1 {
+			what = fmt.Sprintf("%d processes", res.OOMKilled)
+		}
+		notes = append(notes, fmt.Sprintf("the command ran out of the sandbox's memory limit: the kernel killed %s of it; use less memory at once (smaller inputs, fewer parallel jobs)", what))
 	}
-	return fmt.Sprintf("the command ran out of the sandbox's memory limit: the kernel killed %s of it; use less memory at once (smaller inputs, fewer parallel jobs)", what)
+	if res.PidsRefused > 0 {
+		notes = append(notes, fmt.Sprintf("the command ran into the sandbox's process limit: %d new processes or threads were refused; run fewer processes at once (fewer parallel jobs, no runaway forks)", res.PidsRefused))
+	}
+	return strings.Join(notes, "\n")
 }
 
 // HelperTools turns helper tool calls into registry handlers: each call opens the calling agent's

@@ -230,7 +230,9 @@ for req, name in [(16, 'PTRACE_ATTACH'), (0x4206, 'PTRACE_SEIZE')]:
 					t.Errorf("the result does not say the command ran out of memory:\n%s", out)
 				}
 			case "fork bomb":
-				if !strings.Contains(out, "Resource temporarily unavailable") {
+				// The bomb may starve the helper's own threads, so its output may be lost; the
+				// result still says which limit it met.
+				if !strings.Contains(out, "ran into the sandbox's process limit") {
 					t.Errorf("the fork bomb did not meet the sandbox's process limit:\n%.2000s", out)
 				}
 			}
