@@ -24,7 +24,7 @@ const (
 )
 
 // adapterServe starts serve on a fresh database with a secret key, in the sandbox backend given.
-func adapterServe(t *testing.T, backend string) (*started, string) {
+func adapterServe(t testing.TB, backend string) (*started, string) {
 	t.Helper()
 	_, dsn := pgtest.NewDBWithDSN(t)
 	env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
@@ -39,7 +39,7 @@ func adapterServe(t *testing.T, backend string) (*started, string) {
 }
 
 // must sends a request and fails unless it answers want.
-func must(t *testing.T, want int, method, url string, body any) map[string]any {
+func must(t testing.TB, want int, method, url string, body any) map[string]any {
 	t.Helper()
 	st, out := request(t, method, url, body)
 	if st != want {
@@ -49,7 +49,7 @@ func must(t *testing.T, want int, method, url string, body any) map[string]any {
 }
 
 // scopesAt creates an org, a guild and an agent.
-func scopesAt(t *testing.T, api string) (org, agent string) {
+func scopesAt(t testing.TB, api string) (org, agent string) {
 	o := must(t, 201, "POST", api+"/api/orgs", map[string]any{"name": "Acme"})
 	g := must(t, 201, "POST", api+"/api/orgs/"+o["id"].(string)+"/guilds", map[string]any{"name": "Builders"})
 	a := must(t, 201, "POST", api+"/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "Ada"})
@@ -76,7 +76,7 @@ func offeredNames(run map[string]any) []string {
 
 // coingeckoFake is CoinGecko Pro on loopback: ping, and a search whose one coin is named after
 // the key it was sent (an echo, so redaction can be seen), plus simple/price for Pinned prices.
-func coingeckoFake(t *testing.T) *adapterstest.Fake {
+func coingeckoFake(t testing.TB) *adapterstest.Fake {
 	f := adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("x-cg-pro-api-key") == cgKey })
 	f.Deny = []byte(`{"status":{"error_code":10002,"error_message":"API Key Missing"}}`)
 	f.JSON("GET /api/v3/ping", 200, []byte(`{"gecko_says":"(V3) To the Moon!"}`))

@@ -49,7 +49,7 @@ type started struct {
 }
 
 // startServe runs `serve` in the background and waits until it listens.
-func startServe(t *testing.T, env map[string]string, tools func(*registry.Registry) error) *started {
+func startServe(t testing.TB, env map[string]string, tools func(*registry.Registry) error) *started {
 	t.Helper()
 	if _, ok := env["GUILDS_DATA_DIR"]; !ok {
 		env["GUILDS_DATA_DIR"] = sandboxtest.Root(t) // its sandboxes' folders, never the source tree
@@ -73,7 +73,7 @@ func startServe(t *testing.T, env map[string]string, tools func(*registry.Regist
 }
 
 // stop cancels serve (as SIGTERM does) and returns its exit status.
-func (s *started) stop(t *testing.T) int {
+func (s *started) stop(t testing.TB) int {
 	t.Helper()
 	s.cancel()
 	select {
@@ -86,7 +86,7 @@ func (s *started) stop(t *testing.T) int {
 }
 
 // request sends one request to the running server.
-func request(t *testing.T, method, url string, body any) (int, map[string]any) {
+func request(t testing.TB, method, url string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
