@@ -23,6 +23,11 @@ type Querier interface {
 // two to count as similar spelling.
 const similarSpelling = 0.45
 
+// oneEditLetters is the shortest term word (in characters) that also matches every stored word
+// within one edit of it (a letter inserted, deleted, substituted, or two neighbours swapped): a
+// short word scores too low a trigram similarity for one wrong letter to pass similarSpelling.
+const oneEditLetters = 4
+
 // NeedsLookup reports whether preparing the query's where terms reads the database: a match term
 // with a word of 3 characters or more, or a range, over one collection.
 func NeedsLookup(q orchestrator.RecordQuery) bool {
@@ -46,7 +51,7 @@ func NeedsLookup(q orchestrator.RecordQuery) bool {
 
 // Resolve prepares the where terms of a query over one collection, in at most one query: for
 // match terms, the words of the collection's vocabulary spelled like each word (3 characters or
-// more) of the term (Spelling); for every term that can, the groups of index lexemes that narrow
+// more) of the term: of similar trigrams, or within one edit of a word of 4 or more (Spelling); for every term that can, the groups of index lexemes that narrow
 // it (Narrow): the exact values of an in term, the stored keys within a range, and the stored
 // words holding each word of a match term or one of its spellings.
 // It reads the database through db, once, when NeedsLookup.
@@ -59,6 +64,7 @@ func Resolve(ctx context.Context, db Querier, q orchestrator.RecordQuery) (orche
 		collectionID = id
 	}
 	tokens := []string{}
+	var editWords, editPatterns []string
 	var rangeTerms []int32
 	var los, his []string
 	for i, f := range q.Where {
@@ -67,6 +73,11 @@ func Resolve(ctx context.Context, db Querier, q orchestrator.RecordQuery) (orche
 			for _, t := range orchestrator.TermTokens(f.Text) {
 				if len([]rune(t)) >= 3 {
 					tokens = append(tokens, t)
+				}
+				if len([]rune(t)) >= oneEditLetters {
+					for _, p := range oneEditPatterns(t) {
+						editWords, editPatterns = append(editWords, t), append(editPatterns, p)
+					}
 				}
 			}
 		case orchestrator.FilterRange:
@@ -89,11 +100,15 @@ func Resolve(ctx context.Context, db Querier, q orchestrator.RecordQuery) (orche
 	holders := map[string][]string{}
 	keys := map[int][]string{}
 	if NeedsLookup(q) {
-		// s: the similar spellings of each word; h: up to maxHolders+1 stored words holding each
+		// e: the stored words within one edit of each word of 4 letters or more (LIKE patterns the
+		// trigram index looks up); s: those and the words of similar trigrams; h: up to maxHolders+1 stored words holding each
 		// word or spelling the trigram index can look up (ASCII letters and digits); k: up to
 		// maxKeys+1 stored keys within each range.
 		rows, err := db.Query(ctx, `WITH t AS (SELECT DISTINCT unnest($2::text[]) AS t),
-			s AS (SELECT t.t, w.word FROM t JOIN record_words w ON w.collection_id = $1 AND w.word % t.t AND similarity(w.word, t.t) >= $3 AND w.word <> t.t),
+			e AS (SELECT e.t, w.word FROM unnest($9::text[], $10::text[]) AS e(t, p)
+				JOIN record_words w ON w.collection_id = $1 AND w.word LIKE e.p AND w.word <> e.t),
+			s AS (SELECT t.t, w.word FROM t JOIN record_words w ON w.collection_id = $1 AND w.word % t.t AND similarity(w.word, t.t) >= $3 AND w.word <> t.t
+				UNION SELECT e.t, e.word FROM e),
 			a AS (SELECT t AS a FROM t UNION SELECT word FROM s)
 			SELECT 's', s.t, s.word FROM s
 			UNION ALL
@@ -103,7 +118,7 @@ func Resolve(ctx context.Context, db Querier, q orchestrator.RecordQuery) (orche
 			UNION ALL
 			SELECT 'k', r.i::text, k.key FROM unnest($5::int[], $6::text[], $7::text[]) AS r(i, lo, hi) CROSS JOIN LATERAL (SELECT key FROM record_keys
 				WHERE collection_id = $1 AND key >= r.lo COLLATE "C" AND key <= r.hi COLLATE "C" ORDER BY key LIMIT $8) k
-			ORDER BY 1, 2, 3`, collectionID, tokens, similarSpelling, maxHolders+1, rangeTerms, los, his, maxKeys+1)
+			ORDER BY 1, 2, 3`, collectionID, tokens, similarSpelling, maxHolders+1, rangeTerms, los, his, maxKeys+1, editWords, editPatterns)
 		if err != nil {
 			return q, fmt.Errorf("prepare where terms: %w", err)
 		}
@@ -194,4 +209,30 @@ func tokenHolders(t string, spellings []string, holders map[string][]string) ([]
 	}
 	sort.Strings(out)
 	return out, true
+}
+
+// oneEditPatterns returns LIKE patterns that together match exactly the words within one edit of
+// w (w itself too): a letter substituted or inserted (one _), deleted, or two neighbours swapped.
+// Term words hold letters and digits only, so nothing in them needs escaping.
+func oneEditPatterns(w string) []string {
+	r := []rune(w)
+	seen := map[string]bool{}
+	var out []string
+	add := func(parts ...string) {
+		if p := strings.Join(parts, ""); !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for i := 0; i <= len(r); i++ {
+		add(string(r[:i]), "_", string(r[i:])) // inserted
+		if i < len(r) {
+			add(string(r[:i]), "_", string(r[i+1:])) // substituted
+			add(string(r[:i]), string(r[i+1:]))      // deleted
+		}
+		if i+1 < len(r) && r[i] != r[i+1] {
+			add(string(r[:i]), string(r[i+1]), string(r[i]), string(r[i+2:])) // swapped
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package recordquery
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -104,4 +105,62 @@ func TestNarrowableWord(t *testing.T) {
 			t.Errorf("narrowableWord(%q) = %v", w, !want)
 		}
 	}
+}
+
+// TestOneEditPatterns: the LIKE patterns of a word match exactly the strings within one edit of
+// it (optimal string alignment: insert, delete, substitute, swap of neighbours), over every string
+// of 3 to 6 letters of a small alphabet.
+func TestOneEditPatterns(t *testing.T) {
+	like := func(p, s string) bool {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), "_", ".") + "$"
+		return regexp.MustCompile(re).MatchString(s)
+	}
+	var all []string
+	var grow func(s string)
+	grow = func(s string) {
+		if len(s) >= 3 {
+			all = append(all, s)
+		}
+		if len(s) < 6 {
+			for _, c := range "abcé" {
+				grow(s + string(c))
+			}
+		}
+	}
+	grow("")
+	for _, w := range []string{"abca", "abcab", "aabé", "ébcaa"} {
+		pats := oneEditPatterns(w)
+		for _, s := range all {
+			matched := slices.ContainsFunc(pats, func(p string) bool { return like(p, s) })
+			if want := osaDistance(w, s) <= 1; matched != want {
+				t.Fatalf("%q against %q: patterns match %v, within one edit %v (patterns %q)", w, s, matched, want, pats)
+			}
+		}
+	}
+}
+
+// osaDistance is the optimal string alignment distance between a and b, by characters.
+func osaDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range y {
+		d[0][j+1] = j + 1
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
 }
