@@ -24,7 +24,13 @@ const HelperTimeout = 12 * time.Minute
 // Tools registers the code tools over a sandbox provider.
 type Tools struct {
 	Sandbox sandbox.Provider
+	// SecretEnv returns the calling agent's granted secrets as NAME=value for shell's environment
+	// (adding their values to the call's redaction); nil exports none.
+	SecretEnv func(ctx context.Context, call *registry.Call) ([]string, error)
 }
+
+// secretsNote ends shell's description when the agent's secrets reach its environment.
+const secretsNote = " Your secrets (secret_store, or given by the operator) are environment variables of their names, e.g. $SERVICE_API_KEY; their values are masked in results."
 
 // Names lists the eleven code tools, in the spec's order.
 var Names = toolspec.Names(toolspec.Code)
@@ -33,16 +39,20 @@ var Names = toolspec.Names(toolspec.Code)
 // Family orchestrator.FamilyCode.
 func (t *Tools) Register(reg *registry.Registry) error {
 	h := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout}
+	shell := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout, Env: t.SecretEnv}
 	for _, spec := range toolspec.Code {
 		schema, err := spec.Schema()
 		if err != nil {
 			return fmt.Errorf("register %s: %w", spec.Name, err)
 		}
-		handler := h.Handler(spec.Name)
-		if spec.Name == "file_read" {
+		handler, desc := h.Handler(spec.Name), spec.Description
+		switch {
+		case spec.Name == "file_read":
 			handler = countBytes(handler)
+		case spec.Name == "shell" && t.SecretEnv != nil:
+			handler, desc = shell.Handler(spec.Name), desc+secretsNote
 		}
-		if err := reg.Register(registry.Tool{Name: spec.Name, Description: spec.Description, Schema: schema,
+		if err := reg.Register(registry.Tool{Name: spec.Name, Description: desc, Schema: schema,
 			Handler: handler, Family: orchestrator.FamilyCode}); err != nil {
 			return fmt.Errorf("register %s: %w", spec.Name, err)
 		}

@@ -59,6 +59,9 @@ type Store interface {
 type Tools struct {
 	Store     Store
 	Sandboxes sandbox.Provider // the agents' sandboxes; nil: script_run and the file side of script_delete fail clearly
+	// SecretEnv returns the calling agent's granted secrets as NAME=value for the script's
+	// environment (adding their values to the call's redaction); nil exports none.
+	SecretEnv func(ctx context.Context, call *registry.Call) ([]string, error)
 	Now       func() time.Time
 }
 
@@ -80,7 +83,7 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		{Name: "script_list", Description: "List the scripts this run can run: your saved scripts as they were when the run started, with this run's own creates and deletes (name, description, whether they take parameters).",
 			Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), Handler: t.list},
 		{Name: "script_read", Description: "Show a saved script's source.", Schema: json.RawMessage(nameSchema), Handler: t.read},
-		{Name: "script_run", Description: "Run a saved script in your sandbox (working directory /home/agent, 120-second limit). arguments reaches its standard input as JSON ({} without). Output is shaped like shell; a non-zero exit adds exit_code: N.",
+		{Name: "script_run", Description: "Run a saved script in your sandbox (working directory /home/agent, 120-second limit). arguments reaches its standard input as JSON ({} without); your secrets are environment variables of their names (e.g. os.environ[\"SERVICE_API_KEY\"]), masked in results. Output is shaped like shell; a non-zero exit adds exit_code: N.",
 			Schema: json.RawMessage(runSchema), Handler: t.run},
 		{Name: "script_delete", Description: "Delete a saved script.", Schema: json.RawMessage(nameSchema), Handler: t.delete},
 	} {
@@ -290,7 +293,15 @@ func (t *Tools) Exec(ctx context.Context, c *registry.Call, name string, argumen
 	if req.CallID == "" {
 		req.CallID = orchestrator.NewID(orchestrator.PrefixCall)
 	}
-	reply, err := tools.CallHelper(ctx, box, Helper, req, []string{"GUILD_AGENT_ID=" + c.AgentID}, RunTimeout+helperSlack)
+	env := []string{"GUILD_AGENT_ID=" + c.AgentID}
+	if t.SecretEnv != nil {
+		secrets, err := t.SecretEnv(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		env = append(secrets, env...) // GUILD_AGENT_ID last: it wins over any name
+	}
+	reply, err := tools.CallHelper(ctx, box, Helper, req, env, RunTimeout+helperSlack)
 	if err != nil {
 		return "", err
 	}

@@ -64,7 +64,7 @@ func newWorld(t *testing.T) *world {
 	w.sec = &secrets.Service{Store: w.store, Box: box}
 	w.box = &sandbox.Local{Root: t.TempDir(), BinDir: helperBin(t)}
 	reg := registry.New()
-	tools := &scripts.Tools{Store: w.store, Sandboxes: w.box}
+	tools := &scripts.Tools{Store: w.store, Sandboxes: w.box, SecretEnv: w.sec.SandboxEnv}
 	must(t, tools.Register(reg))
 	w.svc = &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: runs.DefaultOffer{}, Secrets: w.sec, Dynamic: tools}
 	return w

@@ -1,6 +1,8 @@
 // Package secrets holds the agent secrets: secret_store and secret_request, the operator's
-// service behind /api/agents/{id}/secrets, and the run redaction source of granted values. Values
-// are sealed at rest (package sealed) and opened only in memory; no tool or endpoint returns one.
+// service behind /api/agents/{id}/secrets, the run redaction source of granted values, and the
+// environment of the agent's sandbox commands (shell, script_run), where each granted secret is a
+// variable of its name. Values are sealed at rest (package sealed) and opened only in memory; no
+// tool or endpoint returns one.
 package secrets
 
 import (
@@ -26,6 +28,29 @@ const MaxReasonChars = 400
 
 // namePattern is what a secret name must match: an environment-variable-like identifier.
 var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// reservedNames are variables the sandbox, its helpers or git set in a command's environment; a
+// secret of that name would replace them, so none may be stored.
+var reservedNames = map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true,
+	"TMPDIR": true, "LANG": true, "PWD": true, "OLDPWD": true, "IFS": true, "ENV": true, "SHLVL": true, "TERM": true,
+	"PAGER": true, "NO_COLOR": true, "DEBIAN_FRONTEND": true, "CODE_RESULT_MAX_BYTES": true, "GH_TOKEN": true}
+
+// reservedPrefixes start the names of reserved variable families (the orchestrator's, the dynamic
+// linker's, bash's, the locale's, git's, Python's).
+var reservedPrefixes = []string{"GUILD_", "GUILDS_", "LD_", "BASH", "LC_", "GIT_", "PYTHON"}
+
+// Reserved reports whether a secret name is a variable the sandbox's commands already get.
+func Reserved(name string) bool {
+	if reservedNames[name] {
+		return true
+	}
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Store is what secrets need (postgres.Store implements it).
 type Store interface {
@@ -68,6 +93,22 @@ func CheckName(name string) error {
 	return nil
 }
 
+// checkNewName validates the name of a secret to store or ask for: a valid name, not a variable the
+// sandbox already sets (the error suggests one that is free).
+func checkNewName(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if Reserved(name) {
+		alt := "MY_" + name
+		if len(alt) > 64 {
+			alt = alt[:64]
+		}
+		return orchestrator.Errorf(orchestrator.EINVALID, "secret name %s is reserved: shell and script_run commands get the secret as that variable, which the sandbox sets itself; pick another name, e.g. %s", name, alt)
+	}
+	return nil
+}
+
 // checkValue validates a secret value.
 func checkValue(v string) error {
 	switch {
@@ -93,7 +134,7 @@ func clip(s string) string {
 // Put seals value and stores it as the agent's secret name, answering the agent's pending requests
 // for that name. The answer never holds the value.
 func (s *Service) Put(ctx context.Context, agentID, name, value string) (orchestrator.SecretInfo, error) {
-	if err := CheckName(name); err != nil {
+	if err := checkNewName(name); err != nil {
 		return orchestrator.SecretInfo{}, err
 	}
 	if err := checkValue(value); err != nil {
@@ -128,40 +169,72 @@ func (s *Service) Delete(ctx context.Context, agentID, name string) error {
 
 // RunSecretValues opens every secret granted to the run's agent, in memory only, sorted by name.
 func (s *Service) RunSecretValues(ctx context.Context, run orchestrator.Run) ([]string, error) {
-	all, err := s.Store.SealedSecrets(ctx, run.AgentID)
+	names, vals, err := s.open(ctx, run.AgentID, "redaction")
 	if err != nil {
 		return nil, err
 	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, vals[n])
+	}
+	return out, nil
+}
+
+// SandboxEnv returns the calling agent's granted secrets as NAME=value for the environment of a
+// command in its sandbox (shell, script_run), sorted by name, leaving out a reserved name stored
+// before names were checked for it. Their values join the call's redaction (c.Secrets), so a
+// secret the operator stored after the run started is masked too.
+func (s *Service) SandboxEnv(ctx context.Context, c *registry.Call) ([]string, error) {
+	names, vals, err := s.open(ctx, c.AgentID, "the sandbox")
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, n := range names {
+		c.Secrets = append(c.Secrets, vals[n])
+		if !Reserved(n) {
+			env = append(env, n+"="+vals[n])
+		}
+	}
+	return env, nil
+}
+
+// open opens every secret of the agent, in memory only: their names sorted, and their values.
+// forWhat names the use in the error of a box without the key.
+func (s *Service) open(ctx context.Context, agentID, forWhat string) ([]string, map[string]string, error) {
+	all, err := s.Store.SealedSecrets(ctx, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(all) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if s.Box == nil {
-		return nil, fmt.Errorf("agent %s has stored secrets but %s is not set, so they cannot be opened for redaction", run.AgentID, sealed.KeyVar)
+		return nil, nil, fmt.Errorf("agent %s has stored secrets but %s is not set, so they cannot be opened for %s", agentID, sealed.KeyVar, forWhat)
 	}
 	names := make([]string, 0, len(all))
-	for n := range all {
+	vals := make(map[string]string, len(all))
+	for n, b := range all {
+		plain, err := s.Box.Open(b, sealedFor(agentID, n))
+		if err != nil {
+			return nil, nil, fmt.Errorf("open secret %s of agent %s: %w", n, agentID, err)
+		}
 		names = append(names, n)
+		vals[n] = string(plain)
 	}
 	sort.Strings(names)
-	vals := make([]string, 0, len(names))
-	for _, n := range names {
-		plain, err := s.Box.Open(all[n], sealedFor(run.AgentID, n))
-		if err != nil {
-			return nil, fmt.Errorf("open secret %s of agent %s: %w", n, run.AgentID, err)
-		}
-		vals = append(vals, string(plain))
-	}
-	return vals, nil
+	return names, vals, nil
 }
 
 // Register adds secret_store and secret_request to reg, in the secrets family.
 func (s *Service) Register(reg *registry.Registry) error {
 	for _, tool := range []registry.Tool{
 		{Name: "secret_store", Description: "Save a value you produced (an API key, a token, a password) as a secret granted to you. " +
-			"The value is encrypted at rest and redacted from every tool result from now on; no tool shows it back.",
+			"The value is encrypted at rest and redacted from every tool result from now on; no tool shows it back. "+
+			"Your shell and script_run commands get it as an environment variable of its name (e.g. $SERVICE_API_KEY).",
 			Schema: json.RawMessage(storeSchema), Handler: s.store},
 		{Name: "secret_request", Description: "Ask the operator to give you a secret you need (for example an API key). " +
-			"Name it and say why; the operator stores it and your next runs have it.",
+			"Name it and say why; once the operator stores it, your shell and script_run commands get it as an environment variable of that name (e.g. $STRIPE_API_KEY).",
 			Schema: json.RawMessage(requestSchema), Handler: s.request},
 	} {
 		tool.Family = orchestrator.FamilySecrets
@@ -195,7 +268,7 @@ func (s *Service) store(ctx context.Context, c *registry.Call) (string, error) {
 		return "", err
 	}
 	c.Meta["secret"] = info.Name
-	return fmt.Sprintf("stored secret %s (granted to you); its value is redacted from every result", info.Name), nil
+	return fmt.Sprintf("stored secret %s (granted to you): shell and script_run commands get it as $%s; its value is masked in every result", info.Name, info.Name), nil
 }
 
 func (s *Service) request(ctx context.Context, c *registry.Call) (string, error) {
@@ -203,7 +276,7 @@ func (s *Service) request(ctx context.Context, c *registry.Call) (string, error)
 	if err := json.Unmarshal(c.Args, &in); err != nil {
 		return "", fmt.Errorf("secret_request arguments: %w", err)
 	}
-	if err := CheckName(in.Name); err != nil {
+	if err := checkNewName(in.Name); err != nil {
 		return "", err
 	}
 	reason := strings.TrimSpace(in.Reason)
@@ -219,5 +292,5 @@ func (s *Service) request(ctx context.Context, c *registry.Call) (string, error)
 		return "", err
 	}
 	c.Meta["secret_request_id"] = r.ID
-	return fmt.Sprintf("asked the operator for secret %s (request %s); once they store it, it is granted to you", in.Name, r.ID), nil
+	return fmt.Sprintf("asked the operator for secret %s (request %s); once they store it, it is granted to you and shell and script_run commands get it as $%s", in.Name, r.ID, in.Name), nil
 }
