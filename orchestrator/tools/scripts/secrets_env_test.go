@@ -17,7 +17,7 @@ func TestScriptSeesTheAgentsSecrets(t *testing.T) {
 	must(t, err)
 	setup := w.run("a3")
 	w.call(setup, "script_create", map[string]any{"name": "keys", "description": "hash the keys",
-		"source": "import hashlib, os\nfor n in ('SERVICE_API_KEY', 'LATER_KEY'):\n    v = os.environ.get(n, '')\n    print(n, hashlib.sha256(v.encode()).hexdigest(), 'echo=' + v)\n",
+		"source":     "import hashlib, os\nfor n in ('SERVICE_API_KEY', 'LATER_KEY'):\n    v = os.environ.get(n, '')\n    print(n, hashlib.sha256(v.encode()).hexdigest(), 'echo=' + v)\n",
 		"parameters": map[string]any{"type": "object"}})
 	run := w.run("a3")
 	_, err = w.sec.Put(w.ctx, "a3", "LATER_KEY", during)

@@ -230,7 +230,7 @@ func (s *Service) open(ctx context.Context, agentID, forWhat string) ([]string, 
 func (s *Service) Register(reg *registry.Registry) error {
 	for _, tool := range []registry.Tool{
 		{Name: "secret_store", Description: "Save a value you produced (an API key, a token, a password) as a secret granted to you. " +
-			"The value is encrypted at rest and redacted from every tool result from now on; no tool shows it back. "+
+			"The value is encrypted at rest and redacted from every tool result from now on; no tool shows it back. " +
 			"Your shell and script_run commands get it as an environment variable of its name (e.g. $SERVICE_API_KEY).",
 			Schema: json.RawMessage(storeSchema), Handler: s.store},
 		{Name: "secret_request", Description: "Ask the operator to give you a secret you need (for example an API key). " +
