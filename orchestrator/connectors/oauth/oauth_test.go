@@ -48,13 +48,13 @@ func TestDiscoverFallbacks(t *testing.T) {
 		}, ""},
 		{"origin resource metadata, OpenID Connect fallback", func(o string) map[string]string {
 			return map[string]string{
-				"/.well-known/oauth-protected-resource": `{"resource":"` + o + `","authorization_servers":["` + o + `/tenant"]}`,
+				"/.well-known/oauth-protected-resource":    `{"resource":"` + o + `","authorization_servers":["` + o + `/tenant"]}`,
 				"/.well-known/openid-configuration/tenant": asDoc(o+"/tenant", o),
 			}
 		}, ""},
 		{"OpenID Connect appended to the issuer's path", func(o string) map[string]string {
 			return map[string]string{
-				"/.well-known/oauth-protected-resource": `{"resource":"` + o + `","authorization_servers":["` + o + `/tenant"]}`,
+				"/.well-known/oauth-protected-resource":    `{"resource":"` + o + `","authorization_servers":["` + o + `/tenant"]}`,
 				"/tenant/.well-known/openid-configuration": asDoc(o+"/tenant", o),
 			}
 		}, ""},
@@ -71,7 +71,7 @@ func TestDiscoverFallbacks(t *testing.T) {
 		{"http token endpoint off loopback", func(o string) map[string]string {
 			return map[string]string{
 				"/.well-known/oauth-protected-resource/mcp": `{"resource":"` + o + `/mcp","authorization_servers":["` + o + `"]}`,
-				"/.well-known/oauth-authorization-server": `{"issuer":"` + o + `","authorization_endpoint":"` + o + `/a","token_endpoint":"http://10.0.0.8/token"}`,
+				"/.well-known/oauth-authorization-server":   `{"issuer":"` + o + `","authorization_endpoint":"` + o + `/a","token_endpoint":"http://10.0.0.8/token"}`,
 			}
 		}, "token_endpoint http://10.0.0.8/token is http://"},
 		{"issuer mismatch", func(o string) map[string]string {
