@@ -199,6 +199,7 @@ func TestSecretsEndToEnd(t *testing.T) {
 	}{
 		{"PUT", "/api/agents/" + agent + "/secrets/lower-case-dash", map[string]any{"value": "x"}, 422, "must match"},
 		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"value": ""}, 422, "value is empty"},
+		{"PUT", "/api/agents/" + agent + "/secrets/TINY", map[string]any{"value": "hi"}, 422, "at least 8 bytes, since its value is masked"},
 		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"value": strings.Repeat("v", secrets.MaxValueBytes+1)}, 422, "at most"},
 		{"PUT", "/api/agents/" + agent + "/secrets/OK", map[string]any{"valu": "x"}, 422, "valu"},
 		{"PUT", "/api/agents/agt_missing/secrets/OK", map[string]any{"value": "x"}, 404, "agent"},

@@ -23,6 +23,10 @@ import (
 // MaxValueBytes is the largest secret value accepted.
 const MaxValueBytes = 16 << 10
 
+// MinValueBytes is the shortest secret value accepted: a value is masked wherever it appears in a
+// result, and masking a shorter one would mask ordinary text.
+const MinValueBytes = 8
+
 // MaxReasonChars is the most characters a secret_request reason may hold.
 const MaxReasonChars = 400
 
@@ -114,6 +118,8 @@ func checkValue(v string) error {
 	switch {
 	case v == "":
 		return orchestrator.Errorf(orchestrator.EINVALID, "value is empty; a secret needs a value")
+	case len(v) < MinValueBytes:
+		return orchestrator.Errorf(orchestrator.EINVALID, "value is %d bytes; a secret is at least %d bytes, since its value is masked wherever it appears in a result and masking a shorter one would mask ordinary text", len(v), MinValueBytes)
 	case len(v) > MaxValueBytes:
 		return orchestrator.Errorf(orchestrator.EINVALID, "value is %d bytes; a secret is at most %d bytes", len(v), MaxValueBytes)
 	case !utf8.ValidString(v):
@@ -260,7 +266,7 @@ func (s *Service) store(ctx context.Context, c *registry.Call) (string, error) {
 	if err := json.Unmarshal(c.Args, &in); err != nil {
 		return "", fmt.Errorf("secret_store arguments: %w", err)
 	}
-	if in.Value != "" {
+	if len(in.Value) >= MinValueBytes { // a shorter one is refused, and masking it would mask ordinary text
 		c.Secrets = append(c.Secrets, in.Value) // redacted from this call's stored arguments and every later result
 	}
 	info, err := s.Put(ctx, c.AgentID, in.Name, in.Value)
