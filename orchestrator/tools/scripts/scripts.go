@@ -182,6 +182,10 @@ func (t *Tools) create(ctx context.Context, c *registry.Call) (string, error) {
 		if err := json.Unmarshal(p, &sch); err != nil || sch.Type != "object" {
 			return "", orchestrator.Errorf(orchestrator.EINVALID, `parameters must be a JSON Schema of type object, e.g. {"type":"object","properties":{"city":{"type":"string"}}}`)
 		}
+		var argsErr *registry.ArgsError
+		if err := registry.ValidateArgs(p, json.RawMessage("{}")); err != nil && !errors.As(err, &argsErr) {
+			return "", orchestrator.Errorf(orchestrator.EINVALID, "parameters is not a valid JSON Schema: %v", err)
+		}
 		in.Parameters = p
 	} else {
 		in.Parameters = nil
@@ -271,6 +275,37 @@ func (t *Tools) run(ctx context.Context, c *registry.Call) (string, error) {
 	return t.Exec(ctx, c, in.Name, in.Arguments)
 }
 
+// checkArguments validates a script's arguments (nil: {}) against its parameters schema, before
+// anything runs, with the registry's validator: an *registry.ArgsError lists every problem.
+func checkArguments(sc orchestrator.Script, arguments json.RawMessage) error {
+	if len(sc.Parameters) == 0 {
+		return nil
+	}
+	err := registry.ValidateArgs(sc.Parameters, arguments)
+	var argsErr *registry.ArgsError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &argsErr):
+		return fmt.Errorf("script %s: %w (its parameters: %s)", sc.Name, err, clipSchema(sc.Parameters))
+	default:
+		return orchestrator.Errorf(orchestrator.EINVALID, "script %s has a parameters schema that does not compile (%v); save it again with script_create and a valid JSON Schema", sc.Name, err)
+	}
+}
+
+// clipSchema shows a schema in an error, at most 400 bytes of it.
+func clipSchema(s json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, s) != nil {
+		b.Reset()
+		b.Write(s)
+	}
+	if b.Len() > 400 {
+		return string(b.Bytes()[:400]) + "…"
+	}
+	return b.String()
+}
+
 // Exec runs the run's snapshot of script name with arguments (nil: {}) through guilds-script-run.
 func (t *Tools) Exec(ctx context.Context, c *registry.Call, name string, arguments json.RawMessage) (string, error) {
 	if err := needRun(c); err != nil {
@@ -278,6 +313,9 @@ func (t *Tools) Exec(ctx context.Context, c *registry.Call, name string, argumen
 	}
 	sc, err := t.Store.RunScript(ctx, c.RunID, name)
 	if err != nil {
+		return "", err
+	}
+	if err := checkArguments(sc, arguments); err != nil {
 		return "", err
 	}
 	src, hash := sc.Source, sc.Hash
