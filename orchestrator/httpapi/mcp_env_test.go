@@ -154,6 +154,13 @@ type mcpEnv struct {
 // newMCPEnv builds the API over db (a fresh one when nil) and a clock (a new one when nil).
 func newMCPEnv(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcpEnv {
 	t.Helper()
+	return newMCPEnvWith(t, db, clk, box, mcp.Config{})
+}
+
+// newMCPEnvWith is newMCPEnv with the pool's limits and timeouts from cfg (its logger and OnOpen
+// are the env's own).
+func newMCPEnvWith(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box, cfg mcp.Config) *mcpEnv {
+	t.Helper()
 	if db == nil {
 		db = pgtest.NewDB(t)
 	}
@@ -169,7 +176,8 @@ func newMCPEnv(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box) *mcp
 		t.Fatal(err)
 	}
 	var remote *bindings.Remote
-	pool := mcp.New(mcp.Config{Logger: log, OnOpen: func(id string, tr mcp.Transport) { remote.SessionOpened(id, string(tr)) }})
+	cfg.Logger, cfg.OnOpen = log, func(id string, tr mcp.Transport) { remote.SessionOpened(id, string(tr)) }
+	pool := mcp.New(cfg)
 	t.Cleanup(func() { pool.Close() })
 	remote = &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Now: clk.Now, Log: log}
 	getenv := func(string) string { return "" }

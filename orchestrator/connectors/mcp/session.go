@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -258,7 +260,7 @@ func (s *session) describe(op string, err error, pr *probe, timedOut bool, limit
 	case pr.tooLarge.Load() || errors.Is(err, ErrTooLarge) || (s.transport == SSE && s.w.overflowed.Load()):
 		return fmt.Errorf("%s: %w: the server sent more than %d bytes", prefix, ErrTooLarge, s.p.cfg.MaxResponseBytes)
 	case timedOut && errors.Is(err, context.DeadlineExceeded):
-		return &remoteError{msg: fmt.Sprintf("%s: timed out after %s", prefix, limit), cause: err}
+		return &remoteError{msg: fmt.Sprintf("%s: timed out after %s: the server did not answer in time; try again later, or ask for less at once", prefix, limit), cause: err}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &remoteError{msg: prefix + ": " + err.Error(), cause: err}
 	case st == http.StatusUnauthorized || st == http.StatusForbidden || errors.Is(err, transport.ErrAuthorizationRequired):
@@ -268,6 +270,8 @@ func (s *session) describe(op string, err error, pr *probe, timedOut bool, limit
 		return fmt.Errorf("%s: %w (HTTP %d)", prefix, ErrRejected, st)
 	case errors.As(err, &rpc):
 		return fmt.Errorf("%s: %w", prefix, rpc)
+	case errors.As(err, new(*url.Error)) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+		return &remoteError{msg: prefix + ": the server closed the connection before it answered; try again (the session is reopened)", cause: err}
 	}
 	return &remoteError{msg: prefix + ": " + s.w.clean(tidy(err.Error())), cause: err}
 }
