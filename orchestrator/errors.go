@@ -17,6 +17,7 @@ const (
 	EUNAUTHORIZED = "EUNAUTHORIZED" // no or wrong credentials
 	EINTERNAL     = "EINTERNAL"     // a fault on our side; details are in the operational log
 	EUPSTREAM     = "EUPSTREAM"     // a remote server the orchestrator called answered with an error
+	EUNAVAILABLE  = "EUNAVAILABLE"  // the orchestrator's database cannot be reached right now; retry later
 )
 
 // Error is a domain error: a code and a message written for the caller.

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
@@ -27,6 +29,8 @@ func statusOf(code string) int {
 		return http.StatusBadGateway
 	case "EMETHOD":
 		return http.StatusMethodNotAllowed
+	case orchestrator.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
 	case "ETOOLARGE":
 		return http.StatusRequestEntityTooLarge
 	default:
@@ -56,7 +60,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		case http.StatusMethodNotAllowed:
 			code, msg = "EMETHOD", "method "+c.Method()+" is not allowed on "+c.Path()+"; see GET /api/openapi.json"
 		case http.StatusRequestEntityTooLarge:
-			code, msg = "ETOOLARGE", "request body is too large"
+			code, msg = "ETOOLARGE", fmt.Sprintf("request body is larger than the %d MiB limit; send less (a large file is better written in the sandbox, by shell, or in parts)", BodyLimit>>20)
 		case http.StatusBadRequest:
 			code, msg = orchestrator.EMALFORMED, fe.Message
 		default:
@@ -64,7 +68,15 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		}
 	}
 	status := statusOf(code)
-	if status >= 500 {
+	if status == http.StatusInternalServerError && s.Health != nil {
+		// An internal error while the database is down is the outage, which the monitor logs once.
+		if down := s.Health.DatabaseErr(c.UserContext(), err); down != nil {
+			code, msg, status = orchestrator.EUNAVAILABLE, orchestrator.ErrorMessage(down), http.StatusServiceUnavailable
+		}
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfter))
+	} else if status >= 500 {
 		s.log().Error("request failed", "method", c.Method(), "path", c.Path(), "err", err.Error())
 	}
 	return c.Status(status).JSON(errorBody{Error: errorDetail{Code: code, Message: msg}})

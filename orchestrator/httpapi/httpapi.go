@@ -10,7 +10,10 @@ import (
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +42,7 @@ type Server struct {
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
+	Health     Health              // whether the database and the sandbox backend can serve; nil: always
 	Log        *slog.Logger
 	Now        func() time.Time
 }
@@ -57,6 +61,15 @@ type RunService interface {
 // providers implement it).
 type SandboxReporter interface {
 	Status() sandbox.Status
+}
+
+// Health says whether what the API stands on can serve (cmd's database monitor implements it).
+type Health interface {
+	// DatabaseErr returns nil while the database answers, else an EUNAVAILABLE error saying it is
+	// down; a cause (a handler's internal error) makes it ask the database now and judge the cause.
+	DatabaseErr(ctx context.Context, cause error) error
+	// SandboxErr returns nil while the sandbox backend can run calls, else why not.
+	SandboxErr() error
 }
 
 // runService returns the run service, or an error when the server was built without one.
@@ -81,6 +94,9 @@ func (s *Server) now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
 }
 
+// BodyLimit is the largest request body the API reads; a larger one is a 413 naming it.
+const BodyLimit = 8 << 20
+
 // New returns the fiber app with every route registered.
 func New(s *Server) *fiber.App {
 	app := fiber.New(fiber.Config{
@@ -88,15 +104,16 @@ func New(s *Server) *fiber.App {
 		DisableStartupMessage: true,
 		Immutable:             true, // strings from a request outlive it (run ids key the call locks)
 		ErrorHandler:          s.errorHandler,
-		BodyLimit:             8 << 20,
+		BodyLimit:             BodyLimit,
 		JSONEncoder:           marshalJSON,
 		ReadTimeout:           60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 	})
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", s.readyz)
 
-	api := app.Group("/api", s.auth)
+	api := app.Group("/api", s.auth, s.available)
 	api.Get("/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(openapiDoc)
@@ -144,7 +161,7 @@ func (s *Server) recoverAndLog(c *fiber.Ctx) (err error) {
 		}
 		status := c.Response().StatusCode()
 		lvl := slog.LevelDebug
-		if status >= 500 {
+		if status >= 500 && status != http.StatusServiceUnavailable { // an outage is logged once, by the monitor
 			lvl = slog.LevelWarn
 		}
 		s.log().Log(c.UserContext(), lvl, "request", "method", c.Method(), "route", c.Route().Path, "status", status, "ms", float64(time.Since(start).Microseconds())/1000)
@@ -153,6 +170,43 @@ func (s *Server) recoverAndLog(c *fiber.Ctx) (err error) {
 		return s.errorHandler(c, err)
 	}
 	return nil
+}
+
+// readyz answers 200 while the database and the sandbox backend can serve, 503 naming what cannot.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	body := fiber.Map{"status": "ready", "database": "ok", "sandbox": "ok"}
+	ready := true
+	if s.Health != nil {
+		if err := s.Health.DatabaseErr(c.UserContext(), errReadiness); err != nil {
+			body["database"], ready = orchestrator.ErrorMessage(err), false
+		}
+		if err := s.Health.SandboxErr(); err != nil {
+			body["sandbox"], ready = err.Error(), false
+		}
+	}
+	if !ready {
+		body["status"] = "unavailable"
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfter))
+		return c.Status(http.StatusServiceUnavailable).JSON(body)
+	}
+	return c.JSON(body)
+}
+
+// errReadiness is the cause /readyz gives: it asks the database now.
+var errReadiness = errors.New("readiness probe")
+
+// retryAfter is the Retry-After of a 503, in seconds.
+const retryAfter = 2
+
+// available answers 503 EUNAVAILABLE, doing nothing, while the database is known to be down (the
+// API document excepted: it needs no database).
+func (s *Server) available(c *fiber.Ctx) error {
+	if s.Health != nil && c.Path() != "/api/openapi.json" {
+		if err := s.Health.DatabaseErr(c.UserContext(), nil); err != nil {
+			return err
+		}
+	}
+	return c.Next()
 }
 
 // auth requires "Authorization: Bearer <GUILDS_ADMIN_TOKEN>", compared in constant time.

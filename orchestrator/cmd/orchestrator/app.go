@@ -18,6 +18,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/tools/schedules"
 	"github.com/guildsai/guilds/orchestrator/tools/scripts"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
@@ -106,22 +107,23 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// database opens the configured database, or starts the embedded cluster under the data folder.
-// The returned stop closes the pool and stops the cluster if one was started.
-func database(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, func(), error) {
+// database opens the configured database, or starts the embedded cluster under the data folder
+// (then returned too, nil otherwise). The returned stop closes the pool and stops the cluster if one
+// was started.
+func database(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, *postgres.Cluster, func(), error) {
 	if cfg.DatabaseURL != "" {
 		pool, err := postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return pool, pool.Close, nil
+		return pool, nil, pool.Close, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("create GUILDS_DATA_DIR: %w", err)
+		return nil, nil, nil, fmt.Errorf("create GUILDS_DATA_DIR: %w", err)
 	}
 	cluster, err := postgres.StartCluster(ctx, filepath.Join(cfg.DataDir, "postgres"), postgres.ClusterOptions{Durable: true, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded PostgreSQL (DATABASE_URL is unset): %w", err)
+		return nil, nil, nil, fmt.Errorf("embedded PostgreSQL (DATABASE_URL is unset): %w", err)
 	}
 	stopCluster := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -132,14 +134,14 @@ func database(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpoo
 	}
 	if err := ensureDatabase(ctx, cluster.DSN("postgres"), embeddedDB); err != nil {
 		stopCluster()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pool, err := postgres.Open(ctx, cluster.DSN(embeddedDB))
 	if err != nil {
 		stopCluster()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pool, func() { pool.Close(); stopCluster() }, nil
+	return pool, cluster, func() { pool.Close(); stopCluster() }, nil
 }
 
 // ensureDatabase creates the named database when the cluster does not have it yet.
@@ -163,7 +165,7 @@ func ensureDatabase(ctx context.Context, adminDSN, name string) error {
 
 // migrate applies the migrations and prints what it applied.
 func migrate(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	pool, stop, err := database(ctx, cfg, log)
+	pool, _, stop, err := database(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return fmt.Errorf("listen on GUILDS_LISTEN=%s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
-	pool, stopDB, err := database(ctx, cfg, log)
+	pool, cluster, stopDB, err := database(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -203,6 +205,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	log.Info("migrations applied", "applied", applied)
+	where := "the database at DATABASE_URL"
+	if cluster != nil {
+		cluster.Supervise() // restarts the embedded server should it end; Stop (in stopDB) ends that
+		where = "the embedded PostgreSQL (restarting it)"
+	}
+	monitor := &postgres.Monitor{Pool: pool, Log: log, Where: where}
+	monCtx, stopMonitor := context.WithCancel(context.WithoutCancel(ctx))
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); monitor.Run(monCtx) }()
+	defer func() { stopMonitor(); <-monDone }()
 
 	store := postgres.NewStore(pool)
 	if err := registerTools(reg, store); err != nil {
@@ -266,7 +278,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
@@ -285,5 +297,22 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	<-served
 	log.Info("stopped")
+	return nil
+}
+
+// health is what /readyz and the API's 503s ask: the database monitor and the sandbox backend.
+type health struct {
+	db  *postgres.Monitor
+	box sandbox.Provider
+}
+
+// DatabaseErr returns the monitor's verdict.
+func (h health) DatabaseErr(ctx context.Context, cause error) error { return h.db.Err(ctx, cause) }
+
+// SandboxErr returns why the sandbox backend cannot run calls, nil when it can.
+func (h health) SandboxErr() error {
+	if u, ok := h.box.(sandbox.Unavailable); ok {
+		return u.Err
+	}
 	return nil
 }

@@ -22,7 +22,12 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" { // this test binary started as the orchestrator itself (faults_test.go)
+		os.Exit(childServe())
+	}
+	pgtest.Main(m)
+}
 
 const testToken = "cmd-test-token-abcdef"
 

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/registry"
+)
+
+// childEnv, when set, makes the test binary run `orchestrator serve` itself (see TestMain): the
+// fault tests kill and restart a real process on its embedded cluster.
+const childEnv = "GUILDS_TEST_CHILD_SERVE"
+
+// childServe is main with the test tools added.
+func childServe() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, []string{"serve"}, os.LookupEnv, os.Stdout, os.Stderr, hooks{tools: childTools})
+}
+
+// childTools adds `wait`, which notes its call id under GUILDS_TEST_EFFECTS (its effect) and then
+// waits ms milliseconds.
+func childTools(r *registry.Registry) error {
+	return r.Register(registry.Tool{Name: "wait", Family: orchestrator.FamilyAlways, Description: "Waits ms milliseconds.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","description":"How long to wait."}}}`),
+		Handler: func(ctx context.Context, c *registry.Call) (string, error) {
+			var a struct {
+				MS int `json:"ms"`
+			}
+			_ = json.Unmarshal(c.Args, &a)
+			if dir := os.Getenv("GUILDS_TEST_EFFECTS"); dir != "" {
+				if err := os.WriteFile(filepath.Join(dir, c.CallID), nil, 0o644); err != nil {
+					return "", err
+				}
+			}
+			select {
+			case <-time.After(time.Duration(a.MS) * time.Millisecond):
+				return fmt.Sprintf("waited %d ms", a.MS), nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}})
+}
+
+// child is a running orchestrator process.
+type child struct {
+	cmd  *exec.Cmd
+	base string
+	out  *syncBuf
+	done chan struct{}
+}
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// faultRoot makes a data folder the postgres user can pass through.
+func faultRoot(t testing.TB) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "guilds-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "data")
+}
+
+// spawn starts the orchestrator on dataDir (its embedded cluster) without waiting for it.
+func spawn(t testing.TB, dataDir string, env ...string) *child {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GUILDS_DATA_DIR="+dataDir, "GUILDS_LISTEN="+addr,
+		"GUILDS_ADMIN_TOKEN="+testToken, "GUILDS_SANDBOX=local", "DATABASE_URL=")
+	cmd.Env = append(cmd.Env, env...)
+	c := &child{cmd: cmd, base: "http://" + addr, out: &syncBuf{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = c.out, c.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.terminate(t) })
+	return c
+}
+
+// startChild spawns the orchestrator and waits until /healthz answers.
+func startChild(t testing.TB, dataDir string, env ...string) *child {
+	t.Helper()
+	c := spawn(t, dataDir, env...)
+	if !c.waitHealthy(2 * time.Minute) {
+		t.Fatalf("orchestrator did not answer /healthz: %s", c.out)
+	}
+	return c
+}
+
+// waitHealthy polls /healthz until it answers 200, the process exits, or d passes.
+func (c *child) waitHealthy(d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-c.done:
+			return false
+		default:
+		}
+		if resp, err := http.Get(c.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// terminate stops the process as SIGTERM does and waits for it.
+func (c *child) terminate(t testing.TB) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	// A connection the client dialled and never used would hold the graceful stop for the server's
+	// read timeout.
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		t.Errorf("orchestrator did not stop on SIGTERM: %s", c.out)
+	}
+}
+
+// setupRun makes an org, guild and agent and starts a run; it returns the run id.
+func setupRun(t testing.TB, base string, budget int) string {
+	t.Helper()
+	_, org := request(t, "POST", base+"/api/orgs", map[string]any{"name": "o"})
+	_, g := request(t, "POST", base+"/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "g"})
+	_, a := request(t, "POST", base+"/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "a"})
+	st, run := request(t, "POST", base+"/api/agents/"+a["id"].(string)+"/runs", map[string]any{"kind": "direct", "tool_call_budget": budget})
+	if st != 201 {
+		t.Fatalf("start run: %d %v", st, run)
+	}
+	return run["id"].(string)
+}
+
+// stopClusterImmediately kills the embedded server as `pg_ctl stop -m immediate` does.
+func stopClusterImmediately(t testing.TB, dataDir string) {
+	t.Helper()
+	bin, err := postgres.PostgresBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dataDir, "postgres", "data"), "-m", "immediate", "-W", "stop"} // -W: the supervisor may restart it before a wait would see it gone
+	if os.Geteuid() == 0 {
+		args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+	}
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop -m immediate: %v\n%s", err, out)
+	}
+}
+
+// TestDatabaseOutageUnderLoad stops the embedded cluster (-m immediate) under load: while it is down,
+// requests answer 503 EUNAVAILABLE with Retry-After (never a 500) and /readyz is 503; the
+// orchestrator restarts the cluster by itself, logs the incident once, and requests succeed again.
+func TestDatabaseOutageUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts orchestrator processes")
+	}
+	dataDir := faultRoot(t)
+	c := startChild(t, dataDir)
+	runID := setupRun(t, c.base, 1000)
+
+	var ok, unavailable, other atomic.Int64
+	var otherMu sync.Mutex
+	var others []string
+	var readyDown atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string) (int, http.Header, map[string]any, error) {
+		req, _ := http.NewRequest("GET", c.base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, resp.Header, body, nil
+	}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				st, h, body, err := get("/api/runs/" + runID)
+				switch {
+				case err == nil && st == 200:
+					ok.Add(1)
+				case err == nil && st == 503 && h.Get("Retry-After") != "" && strings.Contains(fmt.Sprint(body), "EUNAVAILABLE"):
+					unavailable.Add(1)
+				default:
+					other.Add(1)
+					otherMu.Lock()
+					others = append(others, fmt.Sprint(st, " ", body, " ", err))
+					otherMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if st, _, _, err := get("/readyz"); err == nil && st == 503 {
+				readyDown.Store(true)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	stopClusterImmediately(t, dataDir)
+	downAt := time.Now()
+	// Recovery: the cluster is restarted and the API answers again by itself.
+	var recovered time.Duration
+	for time.Since(downAt) < time.Minute {
+		if st, _, _, err := get("/api/runs/" + runID); err == nil && st == 200 && time.Since(downAt) > 100*time.Millisecond {
+			recovered = time.Since(downAt)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if recovered == 0 {
+		t.Fatalf("the API did not recover within a minute: %s", c.out)
+	}
+	t.Logf("recovered after %s: %d ok, %d 503, %d other", recovered, ok.Load(), unavailable.Load(), other.Load())
+	if other.Load() != 0 {
+		t.Errorf("%d answers were neither 200 nor 503 EUNAVAILABLE with Retry-After, e.g. %v", other.Load(), others[:min(3, len(others))])
+	}
+	if unavailable.Load() == 0 || !readyDown.Load() {
+		t.Errorf("the outage was never seen: %d 503s, /readyz 503: %v", unavailable.Load(), readyDown.Load())
+	}
+	if st, _, body, _ := get("/readyz"); st != 200 {
+		t.Errorf("/readyz after recovery: %d %v", st, body)
+	}
+	log := c.out.String()
+	for line, want := range map[string]int{
+		`"msg":"postgres: the server ended unexpectedly; restarting it"`: 1,
+		`"msg":"postgres: restarted"`:                                    1,
+		`"msg":"database unreachable`:                                    1,
+		`"msg":"request failed"`:                                         0,
+	} {
+		if n := strings.Count(log, line); n != want {
+			t.Errorf("log has %s %d times, want %d", line, n, want)
+		}
+	}
+	if n := strings.Count(log, `"msg":"database reachable again`); n != 1 {
+		t.Errorf("log has the recovery %d times, want once", n)
+	}
+}
+
+// TestRestartAfterKill: after kill -9 of the orchestrator, an immediate restart on the same data
+// folder serves within 5 s (the old cluster is recognised as orphaned and stopped); while one
+// orchestrator lives, a second one on its folder is refused, naming the holder's pid.
+func TestRestartAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts orchestrator processes")
+	}
+	dataDir := faultRoot(t)
+	first := startChild(t, dataDir)
+	runID := setupRun(t, first.base, 10)
+
+	second := spawn(t, dataDir)
+	select {
+	case <-second.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("a second orchestrator on the same data folder kept running: %s", second.out)
+	}
+	if code := second.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(second.out.String(), fmt.Sprintf("orchestrator process %d", first.cmd.Process.Pid)) {
+		t.Fatalf("second orchestrator: exit %d, want 1 naming pid %d:\n%s", code, first.cmd.Process.Pid, second.out)
+	}
+
+	for try := range 3 {
+		if err := first.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-first.done
+		began := time.Now()
+		next := spawn(t, dataDir)
+		if !next.waitHealthy(5 * time.Second) {
+			t.Fatalf("try %d: restart after kill -9 did not serve within 5 s: %s", try, next.out)
+		}
+		took := time.Since(began)
+		if st, out := request(t, "GET", next.base+"/api/runs/"+runID, nil); st != 200 {
+			t.Fatalf("try %d: the run after the restart: %d %v", try, st, out)
+		}
+		t.Logf("try %d: serving %s after kill -9", try, took.Round(time.Millisecond))
+		first = next
+	}
+}

@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
+)
+
+// RetryAfter is what a caller is told to wait, in seconds, while the database is down.
+const RetryAfter = 2
+
+// Monitor watches whether the database answers. It pings it every second (and at once when asked
+// after a failure), logs each outage once when it starts and once when it ends, and says while it
+// lasts that calls must wait.
+type Monitor struct {
+	Pool  *pgxpool.Pool
+	Log   *slog.Logger
+	Where string // what the outage message names: "the embedded PostgreSQL" or "the database at DATABASE_URL"
+
+	mu      sync.Mutex
+	down    error     // the ping's error while the database is down; nil while it answers
+	since   time.Time // when the outage began
+	checked time.Time // the last ping
+}
+
+// minCheckGap bounds how often a failing request triggers a ping of its own.
+const minCheckGap = 250 * time.Millisecond
+
+// Run pings the database every second until ctx is done.
+func (m *Monitor) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.check(ctx)
+		}
+	}
+}
+
+// Err returns nil while the database answers, else an EUNAVAILABLE error saying it is down. A
+// cause (a handler's internal error) makes it ping first (unless a ping ran in the last 250 ms),
+// and a cause that is a lost or refused connection is an outage whatever the ping says: it is
+// what a request meets on a pooled connection the server dropped as it went down or restarted.
+func (m *Monitor) Err(ctx context.Context, cause error) error {
+	if cause != nil && connectionLost(cause) {
+		return m.unavailable(time.Now())
+	}
+	if cause != nil {
+		m.mu.Lock()
+		recent := time.Since(m.checked) < minCheckGap
+		m.mu.Unlock()
+		if !recent {
+			m.check(ctx)
+		}
+	}
+	m.mu.Lock()
+	down, since := m.down, m.since
+	m.mu.Unlock()
+	if down == nil {
+		return nil
+	}
+	return m.unavailable(since)
+}
+
+// unavailable is the EUNAVAILABLE error of an outage that began at since.
+func (m *Monitor) unavailable(since time.Time) error {
+	return orchestrator.Errorf(orchestrator.EUNAVAILABLE, "%s is unreachable (for %s so far); retry in %d s: calls resume by themselves once it is back",
+		m.where(), time.Since(since).Round(time.Second), RetryAfter)
+}
+
+// connectionLost reports whether err is a connection that could not be made or was lost, or a
+// server shutting down, starting or crashed (SQLSTATE classes 08 and 57P), rather than a fault of
+// the statement.
+func connectionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, puddle.ErrClosedPool) ||
+		strings.Contains(err.Error(), "conn closed")
+}
+
+// where names the database in messages.
+func (m *Monitor) where() string {
+	if m.Where != "" {
+		return m.Where
+	}
+	return "the database"
+}
+
+// check pings the database and logs a change of state.
+func (m *Monitor) check(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	err := m.Pool.Ping(pctx)
+	cancel()
+	if ctx.Err() != nil {
+		return // shutting down: not an outage
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.checked = time.Now()
+	switch {
+	case err != nil && m.down == nil:
+		m.down, m.since = err, time.Now()
+		m.log().Error("database unreachable: API calls answer 503 EUNAVAILABLE until it is back", "database", m.where(), "err", err.Error())
+	case err == nil && m.down != nil:
+		m.log().Info("database reachable again: API calls resume", "database", m.where(), "outage", time.Since(m.since).Round(time.Millisecond).String())
+		m.down = nil
+	}
+}
+
+func (m *Monitor) log() *slog.Logger {
+	if m.Log != nil {
+		return m.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
