@@ -6,8 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
-	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract" // tree-sitter: sets graph.NewExtractor
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
 )
 
-func main() { os.Exit(graph.ParseMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() { os.Exit(worker.ParseMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
 )
 
 // TestLanguageGaps pins the symbols and call sites that need more than one pattern per construct: a Rust impl
@@ -15,7 +15,7 @@ import (
 // as one symbol (and a declaration in a header gives way to the definition), and Ruby calls with neither parentheses nor arguments (a bare name that is not a variable
 // of its scope, a receiver call).
 func TestLanguageGaps(t *testing.T) {
-	home := graph.NewHome(t, "graph-poly")
+	home := graphtest.NewHome(t, "graph-poly")
 	cases := []struct{ name, tool, args string }{
 		{"gap_rust_impl_callers", "code_callers", `{"symbol":"Square.area","in":"repos/graph-poly"}`},
 		{"gap_cpp_one_inc", "code_callers", `{"symbol":"Counter.inc","in":"repos/graph-poly"}`},

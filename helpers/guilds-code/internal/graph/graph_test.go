@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graphtools"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current answers")
@@ -104,7 +105,7 @@ func TestGolden(t *testing.T) {
 
 // goldenHome is a workspace holding the golden fixtures plus ignored files that must stay out of the graph.
 func goldenHome(t *testing.T) string {
-	home := graph.NewHome(t, "graph-go", "graph-py", "graph-ts", "graph-poly")
+	home := graphtest.NewHome(t, "graph-go", "graph-py", "graph-ts", "graph-poly")
 	os.MkdirAll(filepath.Join(home, "repos/graph-ts/build"), 0o755)
 	os.WriteFile(filepath.Join(home, "repos/graph-ts/build/out.ts"), []byte("export function built() {}\n"), 0o644)
 	os.WriteFile(filepath.Join(home, "repos/graph-ts/src/api.gen.ts"), []byte("export function generated() {}\n"), 0o644)
@@ -140,7 +141,7 @@ func runGolden(t *testing.T, home string, write bool) {
 // TestRepositoryFromWorkingDirectory: without in, the repository holding the run's working directory is meant,
 // and paths come back relative to that directory.
 func TestRepositoryFromWorkingDirectory(t *testing.T) {
-	home := graph.NewHome(t, "graph-go", "graph-py")
+	home := graphtest.NewHome(t, "graph-go", "graph-py")
 	cwd := filepath.Join(home, "repos", "graph-py", "app")
 	if err := os.MkdirAll(filepath.Join(home, ".runs", "r1"), 0o755); err != nil {
 		t.Fatal(err)

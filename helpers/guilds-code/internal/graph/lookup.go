@@ -23,7 +23,7 @@ func (g *Graph) Lookup(symbol string, inScope func(path string) bool) []SymID {
 		qual, name = strings.TrimRight(sym[:i], ".:#"), sym[i+1:]
 	}
 	var out []SymID
-	for _, id := range g.named(name) {
+	for _, id := range g.Named(name) {
 		f := g.Files[id.F]
 		if inScope != nil && !inScope(f.Path) {
 			continue
@@ -58,14 +58,17 @@ func (g *Graph) Suggest(name string) []string {
 		d int
 	}
 	var cs []cand
-	g.names.each(func(n string) {
+	if g.Names == nil {
+		return nil
+	}
+	g.Names.Each(func(n string) {
 		l := strings.ToLower(n)
 		d := editDistance(name, l, 3)
 		if strings.Contains(l, name) || strings.Contains(name, l) && len(l) > 3 {
 			d = min(d, 2)
 		}
 		if d <= 2 {
-			if ids := g.named(n); len(ids) > 0 {
+			if ids := g.Named(n); len(ids) > 0 {
 				cs = append(cs, cand{g.Sym(ids[0]).Qualified(), d})
 			}
 		}

@@ -88,15 +88,7 @@ type File struct {
 	Refs    []Ref    // nil until LoadRefs when read from disk
 	Imports []Import
 
-	symBlob []byte                 // encoded symbols, decoded by Syms
-	nsyms   int                    // how many symbols symBlob holds
-	at      int32                  // 1 + its index in the graph file it was read from, 0 when parsed
-	refBlob []byte                 // encoded call sites, decoded by LoadRefs
-	symOff  int64                  // where symBlob lies in the blocks file it was read from, 0 when parsed
-	impBlob []byte                 // encoded imports (alias, path, name each), decoded by Imps
-	nimps   int                    // how many imports impBlob holds
-	refOff  int64                  // where refBlob lies in that blocks file
-	bloom   [bloomBits / 64]uint64 // filter of call site names
+	Blocks Blocks // the encoded form the store and the parse worker hold
 }
 
 // lastSegment returns the last name of a qualified name (a::b::C, a.b.C).

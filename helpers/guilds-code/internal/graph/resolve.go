@@ -22,13 +22,16 @@ type index struct {
 // Sym returns the symbol an id names.
 func (g *Graph) Sym(id SymID) *Symbol { return &g.Files[id.F].Syms()[id.S] }
 
-// named returns the definitions of a name, from the stored name index.
-func (g *Graph) named(name string) []SymID {
+// Named returns the definitions of a name, from the stored name index.
+func (g *Graph) Named(name string) []SymID {
 	ix := g.index()
 	if ids, ok := ix.byName[name]; ok {
 		return ids
 	}
-	ids := g.dropDeclarations(g.names.lookup(name, g.Files))
+	var ids []SymID
+	if g.Names != nil {
+		ids = g.dropDeclarations(g.Names.Lookup(name, g.Files))
+	}
 	ix.byName[name] = ids
 	return ids
 }
@@ -84,10 +87,10 @@ func (g *Graph) index() *index {
 	return ix
 }
 
-// resolve returns the symbols a reference may mean and whether it was matched by name only
+// Resolve returns the symbols a reference may mean and whether it was matched by name only
 // (several candidates the syntax cannot tell apart).
-func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, bool) {
-	cands := g.named(r.Name)
+func (g *Graph) Resolve(fi int32, r *Ref) ([]SymID, bool) {
+	cands := g.Named(r.Name)
 	if len(cands) == 0 {
 		return nil, false
 	}
@@ -191,7 +194,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 
 // goFieldType is the declared type of field name of struct typ in folder dir.
 func (g *Graph) goFieldType(dir, typ, name string) string {
-	for _, id := range g.named(typ) {
+	for _, id := range g.Named(typ) {
 		f := g.Files[id.F]
 		s := g.Sym(id)
 		if f.Lang != "go" || path.Dir(f.Path) != dir || s.Kind != KindStruct {
@@ -502,8 +505,8 @@ func isIdent(s string) bool {
 	return true
 }
 
-// computeRefCounts fills every symbol's Refs with the call sites and references that resolve to it.
-func (g *Graph) computeRefCounts() {
+// CountRefs fills every symbol's Refs with the call sites and references that resolve to it.
+func (g *Graph) CountRefs() {
 	for _, f := range g.Files {
 		for i := range f.Syms() {
 			f.Syms()[i].Refs = 0
@@ -512,7 +515,7 @@ func (g *Graph) computeRefCounts() {
 	g.idx = nil
 	for fi, f := range g.Files {
 		for ri := range f.LoadRefs() {
-			ids, _ := g.resolve(int32(fi), &f.Refs[ri])
+			ids, _ := g.Resolve(int32(fi), &f.Refs[ri])
 			for _, id := range ids {
 				g.Sym(id).Refs++
 			}
@@ -540,7 +543,7 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 			if f.Refs[ri].Name != name {
 				continue
 			}
-			ids, byName := g.resolve(int32(fi), &f.Refs[ri])
+			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
 			for _, id := range ids {
 				if id == t {
 					out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t, ByName: byName})
@@ -561,7 +564,7 @@ func (g *Graph) CallsFrom(s SymID) []Edge {
 		if !g.within(f, r.From, s.S) {
 			continue
 		}
-		ids, byName := g.resolve(s.F, r)
+		ids, byName := g.Resolve(s.F, r)
 		if len(ids) == 0 {
 			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: SymID{-1, -1}})
 			continue

@@ -8,14 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/store"
 )
 
 // TestAppendBlocks: a refresh that changed one file appends that file's blocks to the blocks file and
 // rewrites only the table and the index; once dead blocks outweigh the live ones, a fresh blocks file
 // replaces it and the old one is removed.
 func TestAppendBlocks(t *testing.T) {
-	home := graph.NewHome(t, "graph-go")
+	home := graphtest.NewHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
 	cache := filepath.Join(home, "cache")
 	blocksFile := func() (string, int64) {
@@ -30,22 +31,22 @@ func TestAppendBlocks(t *testing.T) {
 		}
 		return filepath.Base(list[0]), st.Size()
 	}
-	if _, err := graph.Open(context.Background(), root, cache); err != nil {
+	if _, err := store.Open(context.Background(), root, cache); err != nil {
 		t.Fatal(err)
 	}
 	name0, size0 := blocksFile()
-	edit := func(i int) *graph.Graph {
+	edit := func(i int) *store.Graph {
 		t.Helper()
 		src := fmt.Sprintf("package main\n\n// helper is edit %d.\nfunc helper() { edited%d() }\n\nfunc edited%d() {}\n", i, i, i)
 		if err := os.WriteFile(filepath.Join(root, "util.go"), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		g, err := graph.Open(context.Background(), root, cache)
+		g, err := store.Open(context.Background(), root, cache)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Changed != 1 || len(graph.Named(g, fmt.Sprintf("edited%d", i))) != 1 {
-			t.Fatalf("edit %d: changed %d, edited%d defined %d times", i, g.Changed, i, len(graph.Named(g, fmt.Sprintf("edited%d", i))))
+		if g.Changed != 1 || len(g.Named(fmt.Sprintf("edited%d", i))) != 1 {
+			t.Fatalf("edit %d: changed %d, edited%d defined %d times", i, g.Changed, i, len(g.Named(fmt.Sprintf("edited%d", i))))
 		}
 		return g
 	}
@@ -55,12 +56,12 @@ func TestAppendBlocks(t *testing.T) {
 		t.Fatalf("one changed file: blocks %s %d bytes → %s %d bytes; want the same file grown by that file's blocks", name0, size0, name1, size1)
 	}
 	// The other files' blocks are read where they were.
-	if s := g.Sym(graph.Named(g, "Fact")[0]); s.Sig != "func Fact(n int) int" {
+	if s := g.Sym(g.Named("Fact")[0]); s.Sig != "func Fact(n int) int" {
 		t.Fatalf("carried symbol reads %+v", s)
 	}
-	old := *graph.BlocksSlack
-	*graph.BlocksSlack = 0
-	defer func() { *graph.BlocksSlack = old }()
+	old := store.BlocksSlack
+	store.BlocksSlack = 0
+	defer func() { store.BlocksSlack = old }()
 	for i := 2; ; i++ {
 		edit(i)
 		if name, _ := blocksFile(); name != name0 {

@@ -8,23 +8,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/store"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
 )
 
 // TestWorkerGolden answers every golden scenario with the graph built by guilds-code-parse: the same
 // answers as the in-process parse.
 func TestWorkerGolden(t *testing.T) {
-	graph.WithWorker(t, graph.WorkerBin(t, graph.ParserName))
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, worker.ParserName))
 	runGolden(t, goldenHome(t), false)
 }
 
 // TestWorkerRefresh builds cold through the worker, then edits, adds and deletes files between queries.
 func TestWorkerRefresh(t *testing.T) {
-	graph.WithWorker(t, graph.WorkerBin(t, graph.ParserName))
-	home := graph.NewHome(t, "graph-go")
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, worker.ParserName))
+	home := graphtest.NewHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
 	cache := filepath.Join(home, ".cache", "graft", "graph-go") // where the tools keep it
-	g, err := graph.Open(context.Background(), root, cache)
+	g, err := store.Open(context.Background(), root, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,15 +37,15 @@ func TestWorkerRefresh(t *testing.T) {
 		t.Fatalf("outline after the cold build: %s", got)
 	}
 	// Touching a file without changing it must not start the parser: a broken one would fail the call.
-	graph.WithWorker(t, "/nonexistent/guilds-code-parse")
+	graphtest.WithWorker(t, "/nonexistent/guilds-code-parse")
 	later := time.Now().Add(time.Minute)
 	if err := os.Chtimes(filepath.Join(root, "util.go"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	if g, err = graph.Open(context.Background(), root, cache); err != nil || g.Changed != 1 {
+	if g, err = store.Open(context.Background(), root, cache); err != nil || g.Changed != 1 {
 		t.Fatalf("touch only: changed %v, err %v", g, err)
 	}
-	graph.WithWorker(t, graph.WorkerBin(t, graph.ParserName))
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, worker.ParserName))
 	// Edit, add, delete.
 	if err := os.WriteFile(filepath.Join(root, "util.go"), []byte("package main\n\nfunc helper() { renamedHelper() }\n\nfunc renamedHelper() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestWorkerRefresh(t *testing.T) {
 	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/other/other.go"}`); !strings.Contains(got, "ERROR") {
 		t.Fatalf("the deleted file is still answered:\n%s", got)
 	}
-	g, err = graph.Open(context.Background(), root, cache)
+	g, err = store.Open(context.Background(), root, cache)
 	if err != nil || len(g.Files) != 5 || g.Changed != 0 {
 		t.Fatalf("after the changes: %+v, %v", g, err)
 	}
@@ -73,15 +75,15 @@ func TestWorkerRefresh(t *testing.T) {
 // TestWorkerCrash: a worker that dies on one file (as a grammar segfault would) costs only that file,
 // and every answer says which file was left out and why.
 func TestWorkerCrash(t *testing.T) {
-	graph.WithWorker(t, graph.WorkerBin(t, "crashparse"))
-	home := graph.NewHome(t, "graph-go")
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, "crashparse"))
+	home := graphtest.NewHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
 	// Enough files that the crash happens with other parses in flight and more queued behind it.
-	graph.WriteExtras(t, root, 40)
+	graphtest.WriteExtras(t, root, 40)
 	if err := os.WriteFile(filepath.Join(root, "crash_me.go"), []byte("package main\n\nfunc hostile() { helper() }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.Open(context.Background(), root, filepath.Join(home, "cache"))
+	g, err := store.Open(context.Background(), root, filepath.Join(home, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +105,11 @@ func TestWorkerCrash(t *testing.T) {
 	}
 	check(call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`), want...)
 	// The crash is remembered: while the file is unchanged, no parser is started for it again.
-	graph.WithWorker(t, "/nonexistent/guilds-code-parse")
+	graphtest.WithWorker(t, "/nonexistent/guilds-code-parse")
 	check(call(t, home, "code_callers", `{"symbol":"helper","in":"repos/graph-go"}`), want...)
 	check(call(t, home, "code_outline", `{"path":"repos/graph-go/crash_me.go"}`), append(want[:2:2], "crash_me.go (go): not outlined: the parser crashed on it")...)
 	// Once it changes it is parsed again, and with a parser that copes the note is gone.
-	graph.WithWorker(t, graph.WorkerBin(t, graph.ParserName))
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, worker.ParserName))
 	if err := os.WriteFile(filepath.Join(root, "crash_me.go"), []byte("package main\n\nfunc hostile() { helper() }\n\n// changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +122,17 @@ func TestWorkerCrash(t *testing.T) {
 // TestWorkerMissing: without guilds-code-parse a graph that needs parsing answers an error naming
 // `make build`; a graph that is current answers without it.
 func TestWorkerMissing(t *testing.T) {
-	home := graph.NewHome(t, "graph-go")
-	graph.WithWorker(t, "")
+	home := graphtest.NewHome(t, "graph-go")
+	graphtest.WithWorker(t, "")
 	got := call(t, home, "code_map", `{"repo":"graph-go"}`)
-	if !strings.Contains(got, "ERROR") || !strings.Contains(got, "make build") || !strings.Contains(got, graph.ParserName) {
+	if !strings.Contains(got, "ERROR") || !strings.Contains(got, "make build") || !strings.Contains(got, worker.ParserName) {
 		t.Fatalf("missing parser: %s", got)
 	}
-	graph.WithWorker(t, graph.WorkerBin(t, graph.ParserName))
+	graphtest.WithWorker(t, graphtest.WorkerBin(t, worker.ParserName))
 	if got := call(t, home, "code_map", `{"repo":"graph-go"}`); strings.Contains(got, "ERROR") {
 		t.Fatal(got)
 	}
-	graph.WithWorker(t, "")
+	graphtest.WithWorker(t, "")
 	if got := call(t, home, "code_outline", `{"path":"repos/graph-go/util.go"}`); !strings.Contains(got, "func helper()") {
 		t.Fatalf("a current graph needs no parser: %s", got)
 	}

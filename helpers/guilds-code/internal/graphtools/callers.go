@@ -69,7 +69,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	t := ids[0]
 	ts := g.Sym(t)
 	tf := g.Files[t.F]
-	w := &callWriter{c: c, r: r, g: g, seen: map[graph.SymID]bool{t: true}}
+	w := &callWriter{c: c, r: r, g: g.Graph, seen: map[graph.SymID]bool{t: true}}
 	if dir == "in" {
 		w.in(t, 1, depth)
 	} else {

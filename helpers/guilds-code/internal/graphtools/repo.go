@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
-	// Builds with cgo parse in process; guilds-code, built without, links none of it.
-	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/store"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 )
 
@@ -26,7 +24,7 @@ type repo struct {
 	name  string
 	root  string // absolute, links resolved
 	scope string // slash path inside the repository that answers are narrowed to; "" for all of it
-	g     *graph.Graph
+	g     *store.Graph
 }
 
 func reposDir(c *runs.Call) string { return filepath.Join(c.Home, "repos") }
@@ -131,7 +129,7 @@ func repoHolding(c *runs.Call, base, abs string) (*repo, bool) {
 func (r *repo) open(ctx context.Context, c *runs.Call) error {
 	ctx, cancel := context.WithTimeout(ctx, Budget)
 	defer cancel()
-	g, err := graph.Open(ctx, r.root, filepath.Join(c.Home, ".cache", "graft", r.name))
+	g, err := store.Open(ctx, r.root, filepath.Join(c.Home, ".cache", "graft", r.name))
 	if err != nil {
 		return fmt.Errorf("graph of %s: %w", r.name, err)
 	}

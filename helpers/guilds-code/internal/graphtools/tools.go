@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/store"
 	"github.com/guildsai/guilds/helpers/guilds-code/internal/runs"
 	"github.com/guildsai/guilds/shared/envelope"
 	"github.com/guildsai/guilds/shared/shape"
@@ -189,7 +190,7 @@ func Outline(ctx context.Context, c *runs.Call) envelope.Reply {
 	}
 	f := r.g.File(r.scope)
 	if f == nil {
-		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, graph.MaxFileBytes)
+		return envelope.Errorf(meta(r, 0), "%s is not in the graph: it is ignored (.gitignore, a dependency or build folder) or larger than %d bytes; code_search still finds its text", args.Path, store.MaxFileBytes)
 	}
 	if f.Crash != "" {
 		text := fmt.Sprintf("%s%s (%s): not outlined: the parser crashed on it; file_read shows it\n", r.missingNote(c), r.rel(c, f.Path), f.Lang)

@@ -1,5 +1,5 @@
 // Package extract finds a source file's definitions, call sites, imports and typed locals with
-// tree-sitter, for the graph: linking it (only builds with cgo have it) sets graph.NewExtractor.
+// tree-sitter, for the graph; only builds with cgo have it, and package worker parses with it there.
 //
 // Each language has one tree-sitter query (queries/<lang>.scm) whose captures name definitions
 // (@def.<kind> with @name), call sites (@call, @call.name, @call.recv), imports and typed locals.

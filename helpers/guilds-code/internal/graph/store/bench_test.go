@@ -1,6 +1,6 @@
 //go:build cgo
 
-package graph
+package store
 
 import (
 	"context"
@@ -18,6 +18,10 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/shared/envelope"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract"
 )
 
 func median(ds []time.Duration) time.Duration {
@@ -38,7 +42,7 @@ func goroot(b *testing.B) string {
 }
 
 // parseOnly parses the listed files with tree-sitter on every core and extracts nothing: the floor a build is held to.
-func parseOnly(root string, list []seen) {
+func parseOnly(root string, list []worker.Job) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := 0
@@ -47,10 +51,7 @@ func parseOnly(root string, list []seen) {
 		go func() {
 			defer wg.Done()
 			// extract's Extractor, whose Parse parses without extracting.
-			x := NewExtractor().(interface {
-				Extractor
-				Parse(ctx context.Context, l *Lang, src []byte) error
-			})
+			x := extract.New()
 			defer x.Close()
 			for {
 				mu.Lock()
@@ -60,9 +61,9 @@ func parseOnly(root string, list []seen) {
 				if i >= len(list) {
 					return
 				}
-				src, err := os.ReadFile(filepath.Join(root, list[i].rel))
+				src, err := os.ReadFile(filepath.Join(root, list[i].Rel))
 				if err == nil {
-					_ = x.Parse(context.Background(), list[i].lang, src)
+					_ = x.Parse(context.Background(), list[i].Lang, src)
 				}
 			}
 		}()
@@ -151,7 +152,7 @@ func BenchmarkColdBuild(b *testing.B) {
 	listFile := filepath.Join(tmp, "files")
 	var names []string
 	for _, s := range list {
-		names = append(names, s.rel)
+		names = append(names, s.Rel)
 	}
 	if err := os.WriteFile(listFile, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
 )
 
 // goplsBin finds gopls on PATH or in $(go env GOPATH)/bin.
@@ -84,7 +87,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		b.Skipf("golang.org/x/mod@v0.37.0 is not in the module cache (go mod download golang.org/x/mod@v0.37.0)")
 	}
 	root := filepath.Join(b.TempDir(), "mod")
-	copyTree(b, src, root)
+	graphtest.CopyTree(b, src, root)
 	g, err := Open(context.Background(), root, filepath.Join(b.TempDir(), "cache"))
 	if err != nil {
 		b.Fatal(err)
@@ -97,19 +100,19 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 			called[r.Name] = true
 		}
 	}
-	var pool []SymID
+	var pool []graph.SymID
 	for fi, f := range g.Files {
 		if f.Lang != "go" || strings.HasSuffix(f.Path, "_test.go") || strings.Contains(f.Path, "testdata/") {
 			continue
 		}
 		for si, s := range f.Syms() {
 			if s.Kind.Callable() && called[s.Name] && s.Name != "init" {
-				pool = append(pool, SymID{int32(fi), int32(si)})
+				pool = append(pool, graph.SymID{F: int32(fi), S: int32(si)})
 			}
 		}
 	}
 	const want = 60
-	var sample []SymID
+	var sample []graph.SymID
 	step := max(1, len(pool)/want)
 	for i := 0; i < len(pool) && len(sample) < want; i += step {
 		sample = append(sample, pool[i])

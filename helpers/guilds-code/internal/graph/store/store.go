@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"bufio"
@@ -17,9 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
 	"github.com/guildsai/guilds/shared/atomicfile"
 )
 
@@ -33,37 +34,16 @@ var skipDirs = map[string]bool{
 	".mypy_cache": true, ".pytest_cache": true, "target": true, "dist": true, ".next": true, ".cache": true,
 }
 
-// Graph is a repository's parsed files, current as of its last refresh.
+// Graph is a repository's graph as Open brought it up to date: the files and their name index, and
+// what the refresh did.
 type Graph struct {
-	Root    string    // absolute repository folder
-	Files   []*File   // sorted by path
-	Missing int       // files not parsed because the budget ran out
-	Changed int       // files re-parsed by this refresh
-	Failed  []Failure // files the parser crashed on, kept without symbols until they change
-	names   nameIndex // the stored name index of Files
-	idx     *index
-	cache   string // the graph folder
-	counted bool   // symbols' Refs are current
-}
-
-// File returns the file with that repository-relative slash path, or nil.
-func (g *Graph) File(rel string) *File {
-	i := sort.Search(len(g.Files), func(i int) bool { return g.Files[i].Path >= rel })
-	if i < len(g.Files) && g.Files[i].Path == rel {
-		return g.Files[i]
-	}
-	return nil
-}
-
-// hashBytes is XXH64 of the content: stable across processes, and at about 20 GB/s next to FNV-1a's
-// 0.9 GB/s it costs nothing next to parsing.
-func hashBytes(b []byte) uint64 { return xxhash.Sum64(b) }
-
-type seen struct {
-	rel   string
-	size  int64
-	mtime int64
-	lang  *Lang
+	*graph.Graph
+	Missing int              // files not parsed because the budget ran out
+	Changed int              // files re-parsed by this refresh
+	Failed  []worker.Failure // files the parser crashed on, kept without symbols until they change
+	names   nameIndex        // the stored name index of Files
+	cache   string           // the graph folder
+	counted bool             // symbols' Refs are current
 }
 
 // dirent is one name a folder listing gave, with its type (unix.DT_*, DT_UNKNOWN when not given).
@@ -112,7 +92,7 @@ func readDir(fd int) ([]dirent, error) {
 
 // walk lists the repository's source files in languages the graph parses, honouring .gitignore.
 // Folders are listed concurrently: the stat walk is the whole cost of a query when nothing changed.
-func walk(ctx context.Context, root string) ([]seen, error) {
+func walk(ctx context.Context, root string) ([]worker.Job, error) {
 	var rules []ignoreRule
 	if b, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude")); err == nil {
 		rules = append(rules, parseGitignore("", string(b))...)
@@ -122,7 +102,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 	}
 	var (
 		mu  sync.Mutex
-		out []seen
+		out []worker.Job
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 4*runtime.GOMAXPROCS(0))
 	)
@@ -148,7 +128,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				break
 			}
 		}
-		var local []seen
+		var local []worker.Job
 		join := func(name string) string {
 			if rel == "" {
 				return name
@@ -190,7 +170,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 					visit(sub, r, rules)
 				}
 			case unix.DT_REG:
-				l := LangFor(name)
+				l := graph.LangFor(name)
 				if l == nil {
 					continue
 				}
@@ -202,7 +182,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > MaxFileBytes {
 					continue
 				}
-				local = append(local, seen{rel: r, size: st.Size, mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, lang: l})
+				local = append(local, worker.Job{Rel: r, Lang: l, Size: st.Size, Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec})
 			}
 		}
 		mu.Lock()
@@ -214,7 +194,7 @@ func walk(ctx context.Context, root string) ([]seen, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out, nil
 }
 
@@ -232,7 +212,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	defer unlock()
 
 	graphPath := filepath.Join(cacheDir, "graph.bin")
-	var old []*File
+	var old []*graph.File
 	var names nameIndex
 	counted := false
 	blocksName := ""
@@ -251,21 +231,21 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", root, err)
 	}
-	g := &Graph{Root: root, Files: make([]*File, 0, len(list)), cache: cacheDir, counted: counted, names: names}
-	var todo []seen
-	var prev []*File // the stored file of each todo entry, nil when new
+	g := &Graph{Graph: &graph.Graph{Root: root, Files: make([]*graph.File, 0, len(list))}, cache: cacheDir, counted: counted, names: names}
+	var todo []worker.Job
+	var prev []*graph.File // the stored file of each todo entry, nil when new
 	changed := len(old) != len(list)
 	// Both lists are sorted by path: walk them side by side instead of hashing every path.
 	oi := 0
 	for _, s := range list {
-		for oi < len(old) && old[oi].Path < s.rel {
+		for oi < len(old) && old[oi].Path < s.Rel {
 			oi++
 		}
-		var f *File
-		if oi < len(old) && old[oi].Path == s.rel {
+		var f *graph.File
+		if oi < len(old) && old[oi].Path == s.Rel {
 			f = old[oi]
 		}
-		if f != nil && f.Size == s.size && f.Mtime == s.mtime && f.Lang == s.lang.Name {
+		if f != nil && f.Size == s.Size && f.Mtime == s.Mtime && f.Lang == s.Lang.Name {
 			g.Files = append(g.Files, f)
 			continue
 		}
@@ -286,7 +266,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 	// changes; every answer names it.
 	for _, f := range g.Files {
 		if f.Crash != "" {
-			g.Failed = append(g.Failed, Failure{Path: f.Path, Reason: f.Crash})
+			g.Failed = append(g.Failed, worker.Failure{Path: f.Path, Reason: f.Crash})
 		}
 	}
 	g.Changed = len(parsed)
@@ -302,6 +282,7 @@ func Open(ctx context.Context, root, cacheDir string) (*Graph, error) {
 			return nil, err
 		}
 	}
+	g.Names = g.names
 	return g, nil
 }
 
@@ -310,7 +291,7 @@ func (g *Graph) Counted(ctx context.Context) {
 	if g.counted {
 		return
 	}
-	g.computeRefCounts()
+	g.CountRefs()
 	g.counted = true
 	if g.cache == "" {
 		return
@@ -338,12 +319,13 @@ func (g *Graph) Counted(ctx context.Context) {
 	// Every symbol block changed: they go to a fresh blocks file.
 	if names, err := storeGraph(g.cache, "", g.Files, true, g.names, len(g.Files)); err == nil {
 		g.names = names
+		g.Names = names
 	}
 }
 
-// blocksSlack is how many bytes of dead blocks a blocks file may hold beyond its live ones before a
+// BlocksSlack is how many bytes of dead blocks a blocks file may hold beyond its live ones before a
 // store writes a fresh one; tests lower it.
-var blocksSlack int64 = 8 << 20
+var BlocksSlack int64 = 8 << 20
 
 // storeGraph writes the graph of files into cacheDir under its lock. When the blocks file the graph
 // was read from (oldBlocks) already holds most files' blocks and little that is no longer used, the
@@ -351,7 +333,7 @@ var blocksSlack int64 = 8 << 20
 // written again; otherwise every block goes to a fresh blocks file and the others are removed.
 // graph.bin is replaced atomically last, so a reader sees the old graph or the new one, whole.
 // It returns the name index written, read from the new graph.bin.
-func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev nameIndex, prevFiles int) (nameIndex, error) {
+func storeGraph(cacheDir, oldBlocks string, files []*graph.File, counted bool, prev nameIndex, prevFiles int) (nameIndex, error) {
 	err := storeOnce(cacheDir, oldBlocks, files, counted, prev, prevFiles)
 	if errors.Is(err, errIndexDamaged) {
 		// Carry nothing over from a damaged index: every file's names are read again.
@@ -368,26 +350,26 @@ func storeGraph(cacheDir, oldBlocks string, files []*File, counted bool, prev na
 }
 
 // storeOnce is one attempt of storeGraph.
-func storeOnce(cacheDir, oldBlocks string, files []*File, counted bool, prev nameIndex, prevFiles int) error {
+func storeOnce(cacheDir, oldBlocks string, files []*graph.File, counted bool, prev nameIndex, prevFiles int) error {
 	graphPath := filepath.Join(cacheDir, "graph.bin")
 	if oldBlocks != "" {
 		var live int64
 		reusable := 0
 		for _, f := range files {
-			if f.Symbols == nil && f.symOff > 0 {
-				live += int64(len(f.symBlob) + len(f.refBlob))
+			if f.Symbols == nil && f.Blocks.SymOff > 0 {
+				live += int64(len(f.Blocks.Syms) + len(f.Blocks.Refs))
 				reusable++
 			}
 		}
 		st, err := os.Stat(filepath.Join(cacheDir, oldBlocks))
 		// Append while at least 3/4 of the files are already stored and the file is not mostly dead blocks.
-		if err == nil && 4*reusable >= 3*len(files) && st.Size() <= 2*live+blocksSlack {
+		if err == nil && 4*reusable >= 3*len(files) && st.Size() <= 2*live+BlocksSlack {
 			fh, err := os.OpenFile(filepath.Join(cacheDir, oldBlocks), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				return fmt.Errorf("open graph blocks: %w", err)
 			}
 			bs := &blockSink{base: st.Size(), reuse: true}
-			bs.e.w = fh
+			bs.e.W = fh
 			err = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, bs, oldBlocks, files, counted, prev, prevFiles) })
 			if cerr := fh.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("write graph blocks: %w", cerr)
@@ -401,8 +383,8 @@ func storeOnce(cacheDir, oldBlocks string, files []*File, counted bool, prev nam
 	}
 	name := filepath.Base(fh.Name())
 	bs := &blockSink{}
-	bs.e.w = fh
-	bs.e.buf = append(bs.e.buf, blocksMagic...)
+	bs.e.W = fh
+	bs.e.Buf = append(bs.e.Buf, blocksMagic...)
 	err = writeAtomic(graphPath, func(w io.Writer) error { return encodeTo(w, bs, name, files, counted, prev, prevFiles) })
 	if cerr := fh.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("write graph blocks: %w", cerr)

@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"context"
@@ -8,11 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/graphtest"
 )
 
 // TestEncodeDecodeRoundTrip stores a parsed repository and reads back the same files.
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	home := newHome(t, "graph-poly")
+	home := graphtest.NewHome(t, "graph-poly")
 	g, err := Open(context.Background(), filepath.Join(home, "repos", "graph-poly"), filepath.Join(home, "cache"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,14 +30,14 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 // normalize makes empty and nil slices compare equal.
-func normalize(files []*File) []File {
-	out := make([]File, len(files))
+func normalize(files []*graph.File) []graph.File {
+	out := make([]graph.File, len(files))
 	for i, f := range files {
 		f.Syms()
 		f.LoadRefs()
 		f.Imps()
 		c := *f
-		c.refBlob, c.symBlob, c.nsyms, c.symOff, c.refOff, c.impBlob, c.nimps = nil, nil, 0, 0, 0, nil, 0
+		c.Blocks = graph.Blocks{At: c.Blocks.At, Bloom: c.Blocks.Bloom}
 		if len(c.Symbols) == 0 {
 			c.Symbols = nil
 		}
@@ -56,7 +59,7 @@ func normalize(files []*File) []File {
 
 // TestCorruptCacheIsRebuilt replaces the graph file with garbage; the next call rebuilds it.
 func TestCorruptCacheIsRebuilt(t *testing.T) {
-	home := newHome(t, "graph-go")
+	home := graphtest.NewHome(t, "graph-go")
 	root, cache := filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache")
 	if _, err := Open(context.Background(), root, cache); err != nil {
 		t.Fatal(err)
@@ -75,7 +78,7 @@ func TestCorruptCacheIsRebuilt(t *testing.T) {
 
 // TestConcurrentOpens runs many calls on one repository at once, with edits in between; the graph file stays readable.
 func TestConcurrentOpens(t *testing.T) {
-	home := newHome(t, "graph-go")
+	home := graphtest.NewHome(t, "graph-go")
 	root, cache := filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache")
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -123,7 +126,7 @@ func TestConcurrentOpens(t *testing.T) {
 
 // TestBudgetRunsOut gives a build no time: the answer comes from what exists and says what is missing.
 func TestBudgetRunsOut(t *testing.T) {
-	home := newHome(t, "graph-go")
+	home := graphtest.NewHome(t, "graph-go")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	time.Sleep(time.Millisecond)
@@ -151,7 +154,7 @@ func TestBudgetRunsOut(t *testing.T) {
 
 // FuzzDecode feeds arbitrary bytes to the graph decoder: it returns an error or files, never panics.
 func FuzzDecode(f *testing.F) {
-	home := newHome(f, "graph-go")
+	home := graphtest.NewHome(f, "graph-go")
 	g, err := Open(context.Background(), filepath.Join(home, "repos", "graph-go"), filepath.Join(home, "cache"))
 	if err != nil {
 		f.Fatal(err)
@@ -164,15 +167,15 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The lazy path a query takes: the table, then the name index and whichever blocks it touches.
 		if files, _, names, err := decodeTable(b); err == nil {
-			g := &Graph{Files: files, names: names}
-			names.each(func(n string) {
-				for _, id := range g.named(n) {
+			g := &graph.Graph{Files: files, Names: names}
+			names.Each(func(n string) {
+				for _, id := range g.Named(n) {
 					_ = g.Sym(id).Sig
 				}
 			})
 			for fi, f := range files {
 				for ri := range f.LoadRefs() {
-					g.resolve(int32(fi), &f.Refs[ri])
+					g.Resolve(int32(fi), &f.Refs[ri])
 				}
 			}
 		}
@@ -194,7 +197,7 @@ func FuzzDecode(f *testing.F) {
 // TestIncrementalNameIndex edits, adds and deletes files between two opens: the name index carried
 // over and merged answers every name exactly as one built from nothing does.
 func TestIncrementalNameIndex(t *testing.T) {
-	home := newHome(t, "graph-go", "graph-poly")
+	home := graphtest.NewHome(t, "graph-go", "graph-poly")
 	for _, repo := range []string{"graph-go", "graph-poly"} {
 		root, cache := filepath.Join(home, "repos", repo), filepath.Join(home, "cache-"+repo)
 		if _, err := Open(context.Background(), root, cache); err != nil {
@@ -202,7 +205,7 @@ func TestIncrementalNameIndex(t *testing.T) {
 		}
 		var files []string
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && LangFor(p) != nil {
+			if err == nil && !d.IsDir() && graph.LangFor(p) != nil {
 				files = append(files, p)
 			}
 			return nil
@@ -233,10 +236,10 @@ func TestIncrementalNameIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string][]SymID{}
-		fullNames.each(func(n string) { want[n] = fullNames.lookup(n, full) })
-		got := map[string][]SymID{}
-		g.names.each(func(n string) { got[n] = g.names.lookup(n, g.Files) })
+		want := map[string][]graph.SymID{}
+		fullNames.Each(func(n string) { want[n] = fullNames.Lookup(n, full) })
+		got := map[string][]graph.SymID{}
+		g.names.Each(func(n string) { got[n] = g.names.Lookup(n, g.Files) })
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: merged name index differs from a full one:\n got %v\nwant %v", repo, got, want)
 		}
@@ -249,7 +252,7 @@ func TestIncrementalNameIndex(t *testing.T) {
 // TestDamagedIndexIsRebuilt: a name index that cannot be carried over (its entries damaged) is built
 // again from every file's names at the next change, and answers stay right.
 func TestDamagedIndexIsRebuilt(t *testing.T) {
-	home := newHome(t, "graph-go")
+	home := graphtest.NewHome(t, "graph-go")
 	root := filepath.Join(home, "repos", "graph-go")
 	cache := filepath.Join(home, "cache")
 	if _, err := Open(context.Background(), root, cache); err != nil {
@@ -282,7 +285,7 @@ func TestDamagedIndexIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"afterDamage", "helper", "Fact", "run"} {
-		if ids := g.named(name); len(ids) != 1 || g.Sym(ids[0]).Name != name {
+		if ids := g.Named(name); len(ids) != 1 || g.Sym(ids[0]).Name != name {
 			t.Fatalf("%s: %v", name, ids)
 		}
 	}

@@ -1,4 +1,4 @@
-package graph
+package worker
 
 import (
 	"bufio"
@@ -18,6 +18,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/codec"
 )
 
 // ParserName is the companion binary that parses files with tree-sitter for a guilds-code built without cgo.
@@ -58,19 +61,19 @@ type parseJob struct {
 
 // encodeRequest frames a parse request.
 func encodeRequest(root string, jobs int, files []parseJob) []byte {
-	e := encoder{}
-	e.buf = append(e.buf, reqMagic...)
-	e.str(magic) // the record encoding is the graph format's: both ends must be of one build
-	e.str(root)
-	e.uv(uint64(jobs))
-	e.uv(uint64(len(files)))
+	e := codec.Encoder{}
+	e.Buf = append(e.Buf, reqMagic...)
+	e.Str(graph.Format) // the record encoding is the graph format's: both ends must be of one build
+	e.Str(root)
+	e.UV(uint64(jobs))
+	e.UV(uint64(len(files)))
 	for _, f := range files {
-		e.str(f.Rel)
-		e.str(f.Lang)
-		e.v(f.Size)
-		e.v(f.Mtime)
+		e.Str(f.Rel)
+		e.Str(f.Lang)
+		e.V(f.Size)
+		e.V(f.Mtime)
 	}
-	return e.buf
+	return e.Buf
 }
 
 // decodeRequest reads a parse request, refusing paths that are absolute or climb out of the root.
@@ -81,29 +84,29 @@ func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error
 		}
 		return "", 0, nil, errors.New("not a parse request (bad header)")
 	}
-	d := decoder{buf: b, off: len(reqMagic)}
-	if format := d.str(); d.err == nil && format != magic {
-		return "", 0, nil, fmt.Errorf("guilds-code asks for graph format %q and this %s writes %q: they come from different builds; rebuild both with `make build`", format, ParserName, magic)
+	d := codec.Decoder{Buf: b, Off: len(reqMagic)}
+	if format := d.Str(); d.Err == nil && format != graph.Format {
+		return "", 0, nil, fmt.Errorf("guilds-code asks for graph format %q and this %s writes %q: they come from different builds; rebuild both with `make build`", format, ParserName, graph.Format)
 	}
-	root = strings.Clone(d.str())
-	jobs = int(d.uv())
-	n := d.count(4)
+	root = strings.Clone(d.Str())
+	jobs = int(d.UV())
+	n := d.Count(4)
 	files = make([]parseJob, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		f := parseJob{Rel: d.str(), Lang: d.str(), Size: d.v(), Mtime: d.v()}
-		if d.err != nil {
+	for i := 0; i < n && d.Err == nil; i++ {
+		f := parseJob{Rel: d.Str(), Lang: d.Str(), Size: d.V(), Mtime: d.V()}
+		if d.Err != nil {
 			break
 		}
 		if f.Rel == "" || strings.HasPrefix(f.Rel, "/") || f.Rel == ".." || strings.HasPrefix(f.Rel, "../") || strings.Contains(f.Rel, "/../") || strings.HasSuffix(f.Rel, "/..") {
 			return "", 0, nil, fmt.Errorf("parse request: path %q is not inside the repository", f.Rel)
 		}
-		if LangNamed(f.Lang) == nil {
+		if graph.LangNamed(f.Lang) == nil {
 			return "", 0, nil, fmt.Errorf("parse request: unknown language %q for %s", f.Lang, f.Rel)
 		}
 		files[i] = f
 	}
-	if d.err != nil {
-		return "", 0, nil, fmt.Errorf("parse request: %w", d.err)
+	if d.Err != nil {
+		return "", 0, nil, fmt.Errorf("parse request: %w", d.Err)
 	}
 	if !filepath.IsAbs(root) {
 		return "", 0, nil, fmt.Errorf("parse request: root %q is not absolute", root)
@@ -116,49 +119,49 @@ func decodeRequest(b []byte) (root string, jobs int, files []parseJob, err error
 
 // encodeRecord is one parsed and packed (File.pack) file as the worker sends it: the fields of its
 // graph file table entry with its symbol and call site blocks inline; decodeRecord reads it back.
-func encodeRecord(f *File) []byte {
-	e := encoder{}
-	e.v(f.Size)
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, f.Hash)
-	e.str(f.Pkg)
-	e.uv(uint64(f.nsyms))
-	e.blob(f.symBlob)
-	for _, w := range f.bloom {
-		e.buf = binary.LittleEndian.AppendUint64(e.buf, w)
+func encodeRecord(f *graph.File) []byte {
+	e := codec.Encoder{}
+	e.V(f.Size)
+	e.Buf = binary.LittleEndian.AppendUint64(e.Buf, f.Hash)
+	e.Str(f.Pkg)
+	e.UV(uint64(f.Blocks.NSyms))
+	e.Blob(f.Blocks.Syms)
+	for _, w := range f.Blocks.Bloom {
+		e.Buf = binary.LittleEndian.AppendUint64(e.Buf, w)
 	}
-	e.blob(f.refBlob)
-	e.uv(uint64(len(f.Imports)))
+	e.Blob(f.Blocks.Refs)
+	e.UV(uint64(len(f.Imports)))
 	for _, im := range f.Imports {
-		e.str(im.Alias)
-		e.str(im.Path)
-		e.str(im.Name)
+		e.Str(im.Alias)
+		e.Str(im.Path)
+		e.Str(im.Name)
 	}
-	return e.buf
+	return e.Buf
 }
 
 // decodeRecord reads a record into f (whose path, language and mtime the request gave); its strings
 // and blocks point into b. Symbols and call sites stay encoded until a query asks (Syms, LoadRefs).
-func decodeRecord(b []byte, f *File) error {
-	d := decoder{buf: b}
-	f.Size = d.v()
-	f.Hash = d.u64()
-	f.Pkg = d.str()
-	ns := d.uv()
-	f.symBlob = d.blob()
-	if d.err == nil && (ns > uint64(len(f.symBlob)/minSymBytes) || ns == 0 && len(f.symBlob) > 0) {
-		d.fail("symbol count")
+func decodeRecord(b []byte, f *graph.File) error {
+	d := codec.Decoder{Buf: b}
+	f.Size = d.V()
+	f.Hash = d.U64()
+	f.Pkg = d.Str()
+	ns := d.UV()
+	f.Blocks.Syms = d.Blob()
+	if d.Err == nil && (ns > uint64(len(f.Blocks.Syms)/graph.MinSymBytes) || ns == 0 && len(f.Blocks.Syms) > 0) {
+		d.Fail("symbol count")
 	}
-	f.nsyms = int(ns)
-	for k := range f.bloom {
-		f.bloom[k] = d.u64()
+	f.Blocks.NSyms = int(ns)
+	for k := range f.Blocks.Bloom {
+		f.Blocks.Bloom[k] = d.U64()
 	}
-	f.refBlob = d.blob()
-	f.impBlob, f.nimps = d.imports()
-	if d.err == nil && d.off != len(b) {
-		d.fail("record length")
+	f.Blocks.Refs = d.Blob()
+	f.Blocks.Imps, f.Blocks.NImps = graph.ReadImports(&d)
+	if d.Err == nil && d.Off != len(b) {
+		d.Fail("record length")
 	}
-	if d.err != nil {
-		return fmt.Errorf("parse worker record of %s: %w", f.Path, d.err)
+	if d.Err != nil {
+		return fmt.Errorf("parse worker record of %s: %w", f.Path, d.Err)
 	}
 	return nil
 }
@@ -200,12 +203,12 @@ type workerRun struct {
 // the file it crashed on: the files it had started are retried one at a time to find it, the rest
 // go to a fresh worker. It returns the parsed files (nil for the ones not parsed), the files the
 // parser crashed on, and an error when the worker cannot run at all.
-func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []Failure, error) {
+func parseWithWorker(ctx context.Context, root string, todo []Job) ([]*graph.File, []Failure, error) {
 	bin, err := ParserPath()
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]*File, len(todo))
+	out := make([]*graph.File, len(todo))
 	var failed []Failure
 	jobs := runtime.GOMAXPROCS(0)
 	type batch struct {
@@ -249,7 +252,7 @@ func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []
 			// It died between files (killed from outside): the rest go to a fresh worker.
 			queue = append([]batch{{rest, jobs}}, queue...)
 		case len(suspects) == 1:
-			failed = append(failed, Failure{Path: todo[suspects[0]].rel, Reason: run.crash.Error()})
+			failed = append(failed, Failure{Path: todo[suspects[0]].Rel, Reason: run.crash.Error()})
 			queue = append([]batch{{rest, jobs}}, queue...)
 		default:
 			// One parser at a time pins the crash on one file.
@@ -260,7 +263,7 @@ func parseWithWorker(ctx context.Context, root string, todo []seen) ([]*File, []
 }
 
 // runWorker runs one worker process over the batch idx of todo, filling out as records arrive.
-func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jobs int, out []*File) workerRun {
+func runWorker(ctx context.Context, bin, root string, todo []Job, idx []int, jobs int, out []*graph.File) workerRun {
 	if jobs > len(idx) {
 		jobs = len(idx)
 	}
@@ -268,7 +271,7 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	files := make([]parseJob, len(idx))
 	for k, i := range idx {
 		s := todo[i]
-		files[k] = parseJob{Rel: s.rel, Lang: s.lang.Name, Size: s.size, Mtime: s.mtime}
+		files[k] = parseJob{Rel: s.Rel, Lang: s.Lang.Name, Size: s.Size, Mtime: s.Mtime}
 	}
 	slots, err := newSlots(jobs)
 	if err != nil {
@@ -306,7 +309,7 @@ func runWorker(ctx context.Context, bin, root string, todo []seen, idx []int, jo
 	}
 	r := bufio.NewReaderSize(stdout, 64<<10)
 	proto := readFrames(r, len(idx), func(k int, rec []byte) error {
-		f := &File{Path: files[k].Rel, Lang: files[k].Lang, Mtime: files[k].Mtime}
+		f := &graph.File{Path: files[k].Rel, Lang: files[k].Lang, Mtime: files[k].Mtime}
 		if err := decodeRecord(rec, f); err != nil {
 			return err
 		}

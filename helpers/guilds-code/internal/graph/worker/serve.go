@@ -1,4 +1,4 @@
-package graph
+package worker
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
 )
 
-// parseInProcess parses with NewExtractor the files in todo on every core; a file left when ctx ends is nil.
-func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
-	out := make([]*File, len(todo))
+// parseInProcess parses with newExtractor the files in todo on every core; a file left when ctx ends is nil.
+func parseInProcess(ctx context.Context, root string, todo []Job) []*graph.File {
+	out := make([]*graph.File, len(todo))
 	workers := min(runtime.GOMAXPROCS(0), len(todo))
 	var next int
 	var mu sync.Mutex
@@ -26,7 +28,7 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			x := NewExtractor()
+			x := newExtractor()
 			defer x.Close()
 			var scratch []byte
 			for ctx.Err() == nil {
@@ -39,7 +41,7 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 				}
 				// Encoding the blocks here spreads it over the parsing cores; the store then only copies them.
 				if f := parseOne(ctx, x, root, todo[i]); f != nil {
-					f.pack(&scratch)
+					f.Pack(&scratch)
 					out[i] = f
 				}
 			}
@@ -50,14 +52,14 @@ func parseInProcess(ctx context.Context, root string, todo []seen) []*File {
 }
 
 // parseOne reads and parses one file; it is nil only when ctx ended during its parse.
-func parseOne(ctx context.Context, x Extractor, root string, s seen) *File {
-	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.rel)))
+func parseOne(ctx context.Context, x Extractor, root string, s Job) *graph.File {
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.Rel)))
 	if err != nil {
 		// Gone or unreadable since the walk: leave it out; the next refresh sees it again.
-		return &File{Path: s.rel, Lang: s.lang.Name, Size: -1}
+		return &graph.File{Path: s.Rel, Lang: s.Lang.Name, Size: -1}
 	}
-	f := &File{Path: s.rel, Lang: s.lang.Name, Size: int64(len(src)), Mtime: s.mtime, Hash: hashBytes(src)}
-	if err := x.Extract(ctx, s.lang, src, f); err != nil {
+	f := &graph.File{Path: s.Rel, Lang: s.Lang.Name, Size: int64(len(src)), Mtime: s.Mtime, Hash: graph.HashContent(src)}
+	if err := x.Extract(ctx, s.Lang, src, f); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -68,7 +70,7 @@ func parseOne(ctx context.Context, x Extractor, root string, s seen) *File {
 
 // ParseMain is guilds-code-parse: it reads one parse request on in and answers on out (see reqMagic).
 func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
-	if NewExtractor == nil {
+	if newExtractor == nil {
 		fmt.Fprintf(errOut, "%s was built without cgo, so it has no tree-sitter grammars: build it with CGO_ENABLED=1 (`make build` does)\n", ParserName)
 		return 1
 	}
@@ -93,7 +95,7 @@ func ParseMain(args []string, in io.Reader, out, errOut io.Writer) int {
 }
 
 // ServeParse answers one parse request read from in with frames on out, parsing with the request's
-// number of parsers, each with its own NewExtractor (which must be set). slots is the slots file
+// number of parsers, each with its own newExtractor (which must be set). slots is the slots file
 // guilds-code passed (nil: none is kept). before, when set, sees each file's path just before its
 // parse (tests use it to crash a worker on a chosen file). When ctx ends it writes the records it holds at once, starts no other file and returns
 // ctx's error. It reads files and writes nothing but out and the slots.
@@ -162,7 +164,7 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			x := NewExtractor()
+			x := newExtractor()
 			defer x.Close()
 			var frame, scratch []byte
 			for {
@@ -182,13 +184,13 @@ func ServeParse(ctx context.Context, in io.Reader, out io.Writer, slotsFile *os.
 				if before != nil {
 					before(j.Rel)
 				}
-				f := parseOne(ctx, x, root, seen{rel: j.Rel, size: j.Size, mtime: j.Mtime, lang: LangNamed(j.Lang)})
+				f := parseOne(ctx, x, root, Job{Rel: j.Rel, Lang: graph.LangNamed(j.Lang), Size: j.Size, Mtime: j.Mtime})
 				if f == nil {
 					// Stopped during its parse: the file is left for the next build.
 					frame = frame[:0]
 					continue
 				}
-				f.pack(&scratch)
+				f.Pack(&scratch)
 				rec := encodeRecord(f)
 				frame = binary.AppendUvarint(append(frame[:0], 'F'), uint64(i))
 				frame = binary.AppendUvarint(frame, uint64(len(rec)))

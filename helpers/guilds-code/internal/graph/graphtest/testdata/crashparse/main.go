@@ -11,14 +11,13 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
-	_ "github.com/guildsai/guilds/helpers/guilds-code/internal/graph/extract"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	err := graph.ServeParse(ctx, os.Stdin, os.Stdout, os.NewFile(3, "slots"), func(rel string) {
+	err := worker.ServeParse(ctx, os.Stdin, os.Stdout, os.NewFile(3, "slots"), func(rel string) {
 		switch base := path.Base(rel); {
 		case strings.HasPrefix(base, "crash"):
 			_ = syscall.Kill(os.Getpid(), syscall.SIGSEGV)

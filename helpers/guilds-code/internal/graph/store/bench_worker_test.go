@@ -1,6 +1,6 @@
 //go:build cgo
 
-package graph
+package store
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph"
+	"github.com/guildsai/guilds/helpers/guilds-code/internal/graph/worker"
 )
 
 func init() { benchChild = parseOnlyMain }
@@ -26,15 +29,15 @@ func parseOnlyMain(listFile string) int {
 		return 1
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	var list []seen
+	var list []worker.Job
 	for _, l := range lines[1:] {
 		name, rel, ok := strings.Cut(l, "\t")
-		lang := LangNamed(name)
+		lang := graph.LangNamed(name)
 		if !ok || lang == nil {
 			fmt.Fprintf(os.Stderr, "bad list line %q\n", l)
 			return 1
 		}
-		list = append(list, seen{rel: rel, lang: lang})
+		list = append(list, worker.Job{Rel: rel, Lang: lang})
 	}
 	parseOnly(lines[0], list)
 	return 0
@@ -52,7 +55,7 @@ func BenchmarkColdBuildWorker(b *testing.B) {
 		b.Skip("GUILDS_BIN_DIR is unset: run make build (make bench sets it) to measure whole-process calls")
 	}
 	bin := filepath.Join(binDir, "guilds-code")
-	for _, p := range []string{bin, filepath.Join(binDir, ParserName)} {
+	for _, p := range []string{bin, filepath.Join(binDir, worker.ParserName)} {
 		if _, err := os.Stat(p); err != nil {
 			b.Skipf("%s is missing: run make build", p)
 		}
@@ -68,13 +71,13 @@ func BenchmarkColdBuildWorker(b *testing.B) {
 	var listText strings.Builder
 	listText.WriteString(root + "\n")
 	for _, s := range list {
-		fmt.Fprintf(&listText, "%s\t%s\n", s.lang.Name, s.rel)
+		fmt.Fprintf(&listText, "%s\t%s\n", s.Lang.Name, s.Rel)
 	}
 	if err := os.WriteFile(listFile, []byte(listText.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	const reps = 3
-	var worker, inproc, parse, fresh []time.Duration
+	var viaWorker, inproc, parse, fresh []time.Duration
 	for i := 0; i < reps; i++ {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), parseOnlyEnv+"="+listFile)
@@ -93,7 +96,7 @@ func BenchmarkColdBuildWorker(b *testing.B) {
 			b.Fatal(err)
 		}
 		d, _ := helperCall(b, bin, home, "code_outline", `{"path":"repos/goroot/net/http/request.go"}`)
-		worker = append(worker, d)
+		viaWorker = append(viaWorker, d)
 
 		start = time.Now()
 		if _, err := Open(context.Background(), root, filepath.Join(b.TempDir(), fmt.Sprint("cache", i))); err != nil {
@@ -102,7 +105,7 @@ func BenchmarkColdBuildWorker(b *testing.B) {
 		inproc = append(inproc, time.Since(start))
 	}
 	b.Logf("corpus: GOROOT/src, %d lines", lines)
-	mw, mi, mp, mf := median(worker), median(inproc), median(parse), median(fresh)
+	mw, mi, mp, mf := median(viaWorker), median(inproc), median(parse), median(fresh)
 	b.ReportMetric(ms(mw), "worker_build_ms")
 	b.ReportMetric(ms(mi), "in_process_build_ms")
 	b.ReportMetric(ms(mp), "parse_only_ms")
@@ -112,5 +115,5 @@ func BenchmarkColdBuildWorker(b *testing.B) {
 	b.ReportMetric(float64(mw)/float64(mf), "worker_x_vs_parse_only_process")
 	b.Logf("cold build of GOROOT/src, whole guilds-code process through %s: %.0f ms; parsed in process: %.0f ms (%.2fx); "+
 		"tree-sitter parse only in this process: %.0f ms (whole process %.2fx), as a process of its own: %.0f ms (whole process %.2fx); median of %d runs each",
-		ParserName, ms(mw), ms(mi), float64(mw)/float64(mi), ms(mp), float64(mw)/float64(mp), ms(mf), float64(mw)/float64(mf), reps)
+		worker.ParserName, ms(mw), ms(mi), float64(mw)/float64(mi), ms(mp), float64(mw)/float64(mp), ms(mf), float64(mw)/float64(mf), reps)
 }
