@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func TestCLI(t *testing.T) {
 			env.Setenv("GUILDS_RUN_DIR", run)
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"call": cmdCall},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"call": cmdCall, "replyerror": cmdReplyError},
 	})
 }
 
@@ -84,4 +85,17 @@ func cmdCall(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.WriteFile(filepath.Join(ts.Getenv("WORK"), ".stdout"), []byte(out), 0o644))
 	ts.Logf("%s", out)
 	ts.Exec("cat", filepath.Join(ts.Getenv("WORK"), ".stdout"))
+}
+
+// cmdReplyError: replyerror PATTERN
+// Decodes the last command's stdout as one envelope and fails unless its error matches PATTERN.
+func cmdReplyError(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: replyerror PATTERN")
+	}
+	reply, err := envelope.DecodeReply([]byte(ts.ReadFile("stdout")))
+	ts.Check(err)
+	if !regexp.MustCompile(args[0]).MatchString(reply.Error) {
+		ts.Fatalf("envelope error %q does not match %q", reply.Error, args[0])
+	}
 }

@@ -13,17 +13,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/guildsai/guilds/shared/envelope"
-	"github.com/guildsai/guilds/shared/places"
 	"github.com/guildsai/guilds/shared/proc"
+	"github.com/guildsai/guilds/shared/runner"
 	"github.com/guildsai/guilds/shared/shape"
 )
 
@@ -42,18 +40,18 @@ type args struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Main runs one request and returns the exit status: 0 whenever an envelope was written.
-func Main(argv []string, stdout, stderr io.Writer) int {
-	req, err := envelope.ParseInvocation(argv, places.RunDir())
-	if err != nil {
-		fmt.Fprintf(stderr, "guilds-script-run: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	fmt.Fprintln(stdout, envelope.EncodeReply(Run(ctx, req, places.Home(), places.ResultMax())))
-	return 0
+// helper is guilds-script-run's command line: its one tool, script_run, ends on SIGTERM or
+// SIGINT by stopping the script and answering.
+var helper = runner.Helper{
+	Name: "guilds-script-run",
+	Tools: map[string]runner.Tool{
+		"script_run": {Run: func(ctx context.Context, c runner.Call) envelope.Reply { return Run(ctx, c.Req, c.Home, c.Max) }},
+	},
 }
+
+// Main runs one request and returns the exit status: 0 whenever an envelope was written, a bad
+// invocation's error included (PROTOCOL.md).
+func Main(argv []string, stdout, stderr io.Writer) int { return helper.Main(argv, stdout, stderr) }
 
 // Run carries one request with the workspace at home and results capped at max bytes.
 func Run(ctx context.Context, req envelope.Request, home string, max int) envelope.Reply {
