@@ -51,9 +51,9 @@ type Install struct {
 
 // TokenRequest is one access-token request the fake received.
 type TokenRequest struct {
-	Installation int64
+	Installation  int64
 	RepositoryIDs []int64
-	Permissions  map[string]string
+	Permissions   map[string]string
 }
 
 // Issued is an installation token the fake handed out.
@@ -88,7 +88,7 @@ type Fake struct {
 
 	Requests []TokenRequest
 	Tokens   map[string]Issued
-	JWTs     int // App JWTs verified
+	JWTs     int               // App JWTs verified
 	codes    map[string]string // code → user
 	userToks map[string]string // user token → user
 	nextUser string            // who logs in at the next web redirect
@@ -134,7 +134,7 @@ func (f *Fake) Env() map[string]string {
 	return map[string]string{
 		"GITHUB_APP_ID": strconv.FormatInt(f.AppID, 10), "GITHUB_APP_SLUG": f.Slug,
 		"GITHUB_APP_PRIVATE_KEY": strings.ReplaceAll(f.KeyPEM, "\n", `\n`),
-		"GITHUB_APP_CLIENT_ID": f.ClientID, "GITHUB_APP_CLIENT_SECRET": f.ClientSecret,
+		"GITHUB_APP_CLIENT_ID":   f.ClientID, "GITHUB_APP_CLIENT_SECRET": f.ClientSecret,
 		"GITHUB_API_URL": f.APIURL(), "GITHUB_WEB_URL": f.WebURL(), "GITHUB_CA_FILE": f.CAFile,
 	}
 }
