@@ -217,7 +217,7 @@ const MaxColumns = 64
 func ValidateCollection(name string, cols []Column) error {
 	var problems []string
 	if !nameOfCollection.MatchString(name) {
-		problems = append(problems, fmt.Sprintf("name %q must match %s (a lower-case letter, then lower-case letters, digits, _ or -)", name, nameOfCollection))
+		problems = append(problems, fmt.Sprintf("name %q must match %s (a lower-case letter, then lower-case letters, digits, _ or -), e.g. %s", name, nameOfCollection, SuggestCollectionName(name)))
 	}
 	if len(cols) == 0 {
 		problems = append(problems, "columns is empty; declare at least one column")
@@ -230,9 +230,9 @@ func ValidateCollection(name string, cols []Column) error {
 	for i, c := range cols {
 		switch {
 		case !nameOfColumn.MatchString(c.Name):
-			problems = append(problems, fmt.Sprintf("columns[%d]: name %q must match %s", i, c.Name, nameOfColumn))
+			problems = append(problems, fmt.Sprintf("columns[%d]: name %q must match %s, e.g. %s", i, c.Name, nameOfColumn, SuggestColumnName(c.Name)))
 		case reservedColumns[c.Name]:
-			problems = append(problems, fmt.Sprintf("columns[%d]: name %q is reserved (every record has id, collection, created_at and updated_at)", i, c.Name))
+			problems = append(problems, fmt.Sprintf("columns[%d]: name %q is reserved (every record has id, collection, created_at and updated_at), e.g. %s", i, c.Name, SuggestColumnName(c.Name)))
 		case seen[c.Name]:
 			problems = append(problems, fmt.Sprintf("columns[%d]: %q is declared twice", i, c.Name))
 		}
@@ -254,6 +254,41 @@ func ValidateCollection(name string, cols []Column) error {
 		return Errorf(EINVALID, "collection rejected: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// SuggestCollectionName turns a refused collection name into a valid one: lower case, every other
+// character an underscore, starting at its first letter, at most 63 characters.
+func SuggestCollectionName(name string) string {
+	return suggestIdent(name, "-", "items")
+}
+
+// SuggestColumnName turns a refused column name into a valid one that is not reserved.
+func SuggestColumnName(name string) string {
+	n := suggestIdent(name, "", "value")
+	if reservedColumns[n] {
+		n = "my_" + n
+	}
+	return n
+}
+
+// suggestIdent keeps lower-case letters, digits, _ and the characters of extra, makes every other
+// character an underscore, drops what comes before the first letter, clips at 63 characters, and
+// answers empty when nothing is left.
+func suggestIdent(name, extra, empty string) string {
+	n := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_' || strings.ContainsRune(extra, r) {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(name))
+	n = strings.TrimLeftFunc(n, func(r rune) bool { return r < 'a' || r > 'z' })
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	if n == "" {
+		return empty
+	}
+	return n
 }
 
 func validColumnType(t string) bool {

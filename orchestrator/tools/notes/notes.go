@@ -287,37 +287,53 @@ func validLevel(l string) bool {
 // MaxKeyBytes is the longest note key.
 const MaxKeyBytes = 200
 
-// ValidKey checks a note key: a .md file name, no folders.
+// ValidKey checks a note key: a .md file name, no folders. An error names a valid key to use
+// instead (SuggestKey).
 func ValidKey(key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("key is empty; give the note's file name, e.g. plan.md")
 	case strings.ContainsAny(key, `/\`):
-		return fmt.Errorf("key %q contains a slash; notes have no folders: use a file name such as %s", key, flatKey(key))
+		return fmt.Errorf("key %q contains a slash; notes have no folders: use a file name such as %s", key, SuggestKey(key))
 	case !strings.HasSuffix(key, ".md") || key == ".md":
-		return fmt.Errorf("key %q must be a file name ending in .md, e.g. %s.md", key, strings.TrimSuffix(key, "."))
+		return fmt.Errorf("key %q must be a file name ending in .md, e.g. %s", key, SuggestKey(key))
 	case strings.HasPrefix(key, "."):
-		return fmt.Errorf("key %q must not start with a dot", key)
+		return fmt.Errorf("key %q must not start with a dot, e.g. %s", key, SuggestKey(key))
 	case len(key) > MaxKeyBytes:
-		return fmt.Errorf("key is %d bytes; at most %d", len(key), MaxKeyBytes)
+		return fmt.Errorf("key is %d bytes; at most %d, e.g. %s", len(key), MaxKeyBytes, SuggestKey(key))
 	case !utf8.ValidString(key):
-		return fmt.Errorf("key is not valid UTF-8")
+		return fmt.Errorf("key is not valid UTF-8, e.g. %s", SuggestKey(key))
 	}
 	for _, r := range key {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("key %q contains a control character", key)
+			return fmt.Errorf("key %q contains a control character, e.g. %s", key, SuggestKey(key))
 		}
 	}
 	return nil
 }
 
-// flatKey suggests a key without folders.
-func flatKey(key string) string {
-	k := strings.Trim(strings.NewReplacer("/", "-", `\`, "-").Replace(key), "-")
-	if !strings.HasSuffix(k, ".md") {
-		k += ".md"
+// SuggestKey turns a refused key into a valid one: slashes become dashes, control characters and
+// invalid UTF-8 go, leading dots and dashes go, .md ends it, and it fits MaxKeyBytes.
+func SuggestKey(key string) string {
+	k := strings.ToValidUTF8(key, "")
+	k = strings.Map(func(r rune) rune {
+		switch {
+		case r == '/' || r == '\\':
+			return '-'
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, k)
+	base := strings.TrimLeft(strings.TrimSuffix(strings.TrimSuffix(k, "."), ".md"), ".-")
+	for len(base) > MaxKeyBytes-len(".md") {
+		_, size := utf8.DecodeLastRuneInString(base)
+		base = base[:len(base)-size]
 	}
-	return k
+	if strings.TrimSpace(base) == "" {
+		base = "note"
+	}
+	return base + ".md"
 }
 
 // ParsePath splits a display path level/key and checks both parts.

@@ -92,7 +92,7 @@ func sealedFor(agentID, name string) []byte {
 // CheckName validates a secret name.
 func CheckName(name string) error {
 	if !namePattern.MatchString(name) {
-		return orchestrator.Errorf(orchestrator.EINVALID, "secret name %q must match %s (a letter or _, then letters, digits or _, at most 64), e.g. GITHUB_TOKEN", clip(name), namePattern)
+		return orchestrator.Errorf(orchestrator.EINVALID, "secret name %q must match %s (a letter or _, then letters, digits or _, at most 64), e.g. %s", clip(name), namePattern, SuggestName(name))
 	}
 	return nil
 }
@@ -104,13 +104,31 @@ func checkNewName(name string) error {
 		return err
 	}
 	if Reserved(name) {
-		alt := "MY_" + name
-		if len(alt) > 64 {
-			alt = alt[:64]
-		}
-		return orchestrator.Errorf(orchestrator.EINVALID, "secret name %s is reserved: shell and script_run commands get the secret as that variable, which the sandbox sets itself; pick another name, e.g. %s", name, alt)
+		return orchestrator.Errorf(orchestrator.EINVALID, "secret name %s is reserved: shell and script_run commands get the secret as that variable, which the sandbox sets itself; pick another name, e.g. %s", name, SuggestName(name))
 	}
 	return nil
+}
+
+// SuggestName turns a refused secret name into one that is valid and free: upper case, every
+// other character an underscore, a letter first, MY_ before a reserved name, at most 64.
+func SuggestName(name string) string {
+	n := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' {
+			return r
+		}
+		return '_'
+	}, strings.ToUpper(name))
+	n = strings.TrimLeft(n, "_")
+	if n == "" {
+		return "SERVICE_API_KEY"
+	}
+	if n[0] < 'A' || n[0] > 'Z' || Reserved(n) {
+		n = "MY_" + n
+	}
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
 }
 
 // checkValue validates a secret value.
