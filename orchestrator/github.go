@@ -1,0 +1,44 @@
+package orchestrator
+
+import "time"
+
+// GitHubRepo is one repository a GitHub login picked, by GitHub's id (which a rename keeps).
+type GitHubRepo struct {
+	GitHubID      int64  `json:"github_id"`
+	Name          string `json:"name"`
+	FullName      string `json:"full_name"`
+	URL           string `json:"url"`
+	DefaultBranch string `json:"default_branch"`
+}
+
+// GuildRepository is one of a guild's repositories: mirrored from a guild-owned GitHub login's
+// selection (ConnectionID set), or an extra git URL an operator added.
+type GuildRepository struct {
+	ID            string    `json:"id"`
+	GuildID       string    `json:"guild_id"`
+	Name          string    `json:"name"` // the folder under /home/agent/repos
+	URL           string    `json:"url"`
+	DefaultBranch string    `json:"default_branch"`
+	ConnectionID  string    `json:"connection_id,omitempty"`
+	GitHubID      int64     `json:"github_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// GitHubState is a GitHub Connect's state as the callback reads it.
+type GitHubState struct {
+	ConnectionID string
+	Created      bool   // Connect created the connection: a refused callback deletes it
+	Picker       []byte // JSON of the installations the user reached, when there were several
+	Status       string // the connection's status now
+	Owner        Chain
+	ExpiresAt    time.Time
+}
+
+// GitHubAgentToken is one sealed installation token an agent's sandbox holds.
+type GitHubAgentToken struct {
+	AgentID      string
+	ConnectionID string
+	Sealed       []byte
+	Repositories []byte // JSON: the repositories it reaches
+	ExpiresAt    time.Time
+}
