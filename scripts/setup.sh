@@ -39,8 +39,13 @@ if ! cmp -s tools/package.json tools/node_modules/.installed 2>/dev/null; then
   cp tools/package.json tools/node_modules/.installed
 fi
 
-# Go modules, so builds and tests start warm.
-if [ ! -f .data/.gomod-ok ] || [ -n "$(find . -name go.sum -newer .data/.gomod-ok -print -quit)" ]; then
+# Go modules, so builds and tests start warm; the stamp lives in the data folder (GUILDS_DATA_DIR
+# from the environment or .env, as make run reads it; default .data).
+dotenv() { [ -f .env ] && sed -n -E "s/^[[:space:]]*(export[[:space:]]+)?$1=[\"']?([^\"'#]*)[\"']?.*/\2/p" .env | tail -n 1 || true; }
+data="${GUILDS_DATA_DIR:-$(dotenv GUILDS_DATA_DIR)}"
+data="${data:-.data}"
+stamp="$data/.gomod-ok"
+if [ ! -f "$stamp" ] || [ -n "$(find . -name go.sum -newer "$stamp" -print -quit)" ]; then
   for m in $(go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p'); do (cd "$m" && go mod download); done
-  mkdir -p .data && touch .data/.gomod-ok
+  mkdir -p "$data" && touch "$stamp"
 fi
