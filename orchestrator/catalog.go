@@ -81,6 +81,8 @@ type MCPServer struct {
 	CopySource  string        `json:"copy_source"`
 	Tools       []CatalogTool `json:"tools"`
 	UpdatedAt   time.Time     `json:"updated_at"`
+	// OAuthSetupState is not_applicable, dynamic, configured or unsupported (set by the service).
+	OAuthSetupState string `json:"oauth_setup_state,omitempty"`
 }
 
 // ServerConfig is a server's connect configuration: the fields its token form collects and the

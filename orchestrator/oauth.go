@@ -35,6 +35,14 @@ type OAuthToken struct {
 	AccountHint  string // what the response says about the account (Notion's email_domain or workspace_name)
 }
 
+// OAuthAuthorization is the start of a browser login: where to send the browser, and the secrets
+// its callback needs (the state and the PKCE verifier), which the caller stores.
+type OAuthAuthorization struct {
+	URL      string
+	State    string
+	Verifier string
+}
+
 // OAuthStateTTL is how long a browser login's state is accepted by the callback.
 const OAuthStateTTL = 10 * time.Minute
 

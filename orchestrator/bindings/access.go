@@ -45,6 +45,7 @@ type ServerAccess struct {
 	ListedAt         *time.Time   `json:"listed_at,omitempty"`  // when the login's list was last refreshed
 	ListError        string       `json:"list_error,omitempty"` // what the last failed listing answered
 	ToolCount        int          `json:"tool_count"`           // tools the login lists (before overlays)
+	OAuthSetupState  string       `json:"oauth_setup_state"`    // not_applicable, dynamic, configured or unsupported
 	Note             string       `json:"note,omitempty"`
 	Tools            []ToolAccess `json:"tools"`
 }
@@ -102,7 +103,9 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 		return Access{}, err
 	}
 	for _, srv := range servers {
-		out.Servers = append(out.Servers, serverAccess(ix, res, srv))
+		sa := serverAccess(ix, res, srv)
+		sa.OAuthSetupState = s.SetupState(srv)
+		out.Servers = append(out.Servers, sa)
 	}
 	return out, nil
 }

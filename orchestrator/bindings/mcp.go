@@ -40,6 +40,7 @@ type RemoteLogin struct {
 	Server       orchestrator.MCPServer // slug, URL as in effect, config.header and config.scheme
 	Transport    string                 // the transport that worked last; "" tries streamable HTTP first
 	Credentials  map[string]string      // opened, in memory only; none for an auth none server
+	Bearer       Bearer                 // an OAuth login's token source; nil for other logins
 }
 
 // RemoteListing is one tools/list of a login.
@@ -77,6 +78,7 @@ type Remote struct {
 	Box    *sealed.Box
 	Client MCPClient
 	Local  LocalAdapters    // the local API adapters; nil: a local server's tools cannot be called
+	OAuth  *OAuth           // browser OAuth logins; nil: OAuth servers cannot be connected or called
 	TTL    time.Duration    // how old a stored list may be at run start; 0 is DefaultListTTL
 	Now    func() time.Time // the clock list ages are measured by; nil is time.Now
 	Log    *slog.Logger
@@ -201,7 +203,11 @@ func (r *Remote) login(ctx context.Context, connectionID, remoteName string) (or
 	if err != nil {
 		return row, RemoteLogin{}, err
 	}
-	return row, RemoteLogin{ConnectionID: connectionID, Server: row.Server, Transport: row.Connection.Transport, Credentials: creds}, nil
+	l := RemoteLogin{ConnectionID: connectionID, Server: row.Server, Transport: row.Connection.Transport, Credentials: creds}
+	if row.Server.Auth == orchestrator.AuthOAuth && r.OAuth != nil {
+		l.Bearer = r.OAuth.bearer(connectionID, creds["access_token"])
+	}
+	return row, l, nil
 }
 
 // openCredentials opens a connection's sealed credentials (none sealed: none).

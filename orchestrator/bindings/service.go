@@ -27,6 +27,7 @@ type Service struct {
 	Verifiers map[string]Verifier      // per server slug; a server without one uses its local adapter (Remote.Local), Remote (remote servers) or Unverified
 	Remote    *Remote                  // the MCP client's logins; nil: remote servers are not asked anything
 	Policy    *Policy                  // the offer rules, for the access views
+	Getenv    func(string) string      // the box's configuration, for oauth_setup_state; nil: nothing set
 	Now       func() time.Time
 	Log       *slog.Logger
 }
@@ -59,7 +60,11 @@ func (s *Service) Seed(ctx context.Context) error {
 
 // ListServers lists the catalog: published servers only, or every row for the admin.
 func (s *Service) ListServers(ctx context.Context, all bool) ([]orchestrator.MCPServer, error) {
-	return s.Store.ListServers(ctx, !all)
+	servers, err := s.Store.ListServers(ctx, !all)
+	for i := range servers {
+		servers[i].OAuthSetupState = s.SetupState(servers[i])
+	}
+	return servers, err
 }
 
 // PatchServer applies an admin edit of a server's operator-facing copy, its url and its named
@@ -209,6 +214,7 @@ type ConnectRequest struct {
 	ScopeID     string            `json:"scope_id"`
 	Credentials map[string]string `json:"credentials"`
 	AccountHint string            `json:"account_hint"`
+	CallbackURL string            `json:"-"` // set by the API: where a browser OAuth login returns
 	// The connectors' own settings, one embedded type per connector that takes any: their fields
 	// sit beside the others in the body, and a server given another connector's is EINVALID.
 	PinnedPrices
@@ -244,6 +250,9 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	switch {
 	case srv.Kind == orchestrator.ServerGitHub:
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s connects by installing the box's GitHub App, which this orchestrator does not offer yet; nothing was written", srv.Name)
+	case s.dynamicOAuth(srv):
+		l, err := s.beginOAuth(ctx, srv, req)
+		return l.Connection, err
 	case srv.Auth == orchestrator.AuthOAuth:
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s connects through a browser OAuth login, which this orchestrator does not offer yet; nothing was written", srv.Name)
 	case srv.Auth == orchestrator.AuthNone && srv.Kind == orchestrator.ServerRemote:
@@ -449,7 +458,7 @@ func (s *Service) RefreshConnection(ctx context.Context, id string) (orchestrato
 	if err != nil {
 		return orchestrator.ListingDiff{}, err
 	}
-	if srv.Kind != orchestrator.ServerRemote || srv.Auth == orchestrator.AuthOAuth || s.Remote == nil {
+	if srv.Kind != orchestrator.ServerRemote || s.Remote == nil {
 		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.EINVALID, "%s's tools are not listed by a remote MCP server this orchestrator can reach, so there is nothing to refresh", srv.Name)
 	}
 	diff, err := s.Remote.Refresh(ctx, id, true)

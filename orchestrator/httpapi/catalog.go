@@ -46,7 +46,8 @@ type CatalogService interface {
 	RefreshConnection(ctx context.Context, id string) (orchestrator.ListingDiff, error)
 	TestCall(ctx context.Context, id, name string, args json.RawMessage) (bindings.TestResult, error)
 	PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch) (orchestrator.MCPServer, error)
-	Connect(ctx context.Context, req bindings.ConnectRequest) (orchestrator.Connection, error)
+	ConnectLogin(ctx context.Context, req bindings.ConnectRequest) (bindings.Login, error)
+	OAuthCallback(ctx context.Context, q bindings.OAuthCallbackQuery) (orchestrator.Connection, error)
 	ListConnections(ctx context.Context, scope, id string) ([]orchestrator.Connection, error)
 	GetConnection(ctx context.Context, id string) (orchestrator.Connection, error)
 	ConnectionTools(ctx context.Context, id string) ([]orchestrator.ListedTool, error)
@@ -124,11 +125,15 @@ func (s *Server) connect(c *fiber.Ctx) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	conn, err := b.Connect(c.UserContext(), req)
+	req.CallbackURL = s.callbackURL(c)
+	l, err := b.ConnectLogin(c.UserContext(), req)
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(conn)
+	if l.AuthorizationURL != "" {
+		return c.Status(fiber.StatusCreated).JSON(l) // a browser login: {connection, authorization_url}
+	}
+	return c.Status(fiber.StatusCreated).JSON(l.Connection)
 }
 
 func (s *Server) listConnections(c *fiber.Ctx) error {

@@ -53,7 +53,7 @@ type RunService interface {
 	GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 	CloseRun(ctx context.Context, id string) (orchestrator.Run, error)
 	Call(ctx context.Context, runID string, req runs.CallRequest) (runs.CallResult, error)
-	ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error)
+	ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error)
 	NextGeneration(ctx context.Context, runID string) (runs.Generation, error)
 }
 
@@ -112,6 +112,7 @@ func New(s *Server) *fiber.App {
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
+	app.Get(oauthCallbackPath, s.oauthCallback) // before /api's bearer check: the operator's browser carries no token
 
 	api := app.Group("/api", s.auth, s.available)
 	api.Get("/openapi.json", func(c *fiber.Ctx) error {
@@ -500,10 +501,12 @@ func (s *Server) closeRun(c *fiber.Ctx) error {
 	return c.JSON(viewRun(run))
 }
 
-// callBody is the body of POST /api/runs/{id}/calls: the tool call as the model made it.
+// callBody is the body of POST /api/runs/{id}/calls: the tool call as the model made it, with the
+// client's id for retries.
 type callBody struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id"`
 }
 
 func (s *Server) call(c *fiber.Ctx) error {
@@ -518,23 +521,55 @@ func (s *Server) call(c *fiber.Ctx) error {
 	if err := decode(c, &b); err != nil {
 		return err
 	}
-	// A call in flight finishes even when the client goes away or the server shuts down: its row and
-	// the run's counter must not be left behind the handler's side effects.
-	res, err := rs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments})
+	// A call in flight finishes even when the client goes away or the server shuts down (the run
+	// service detaches it): a retry under its call_id gets its result.
+	res, err := rs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments, CallID: b.CallID})
 	if err != nil {
 		return err
 	}
 	return c.JSON(res)
 }
 
+// effectiveLimit is the page size ListCalls used for limit.
+func effectiveLimit(limit int) int {
+	if limit == 0 {
+		return runs.DefaultCallPage
+	}
+	return limit
+}
+
+// listCalls answers a page of the run's calls: limit (default 50, at most 500) after seq after;
+// next_after is the after of the next page, null on the last.
 func (s *Server) listCalls(c *fiber.Ctx) error {
 	rs, err := s.runService()
 	if err != nil {
 		return err
 	}
-	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"))
+	var page orchestrator.CallPage
+	for name, dst := range map[string]*int64{"limit": nil, "after": &page.After} {
+		v := c.Query(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return orchestrator.Errorf(orchestrator.EINVALID, "%s must be a whole number, got %q", name, v)
+		}
+		if dst != nil {
+			*dst = n
+		} else if n < 1 || n > runs.MaxCallPage {
+			return orchestrator.Errorf(orchestrator.EINVALID, "limit must be 1 to %d, got %d", runs.MaxCallPage, n)
+		} else {
+			page.Limit = int(n)
+		}
+	}
+	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"), page)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"calls": calls})
+	body := fiber.Map{"calls": calls, "next_after": nil}
+	if len(calls) > 0 && len(calls) == effectiveLimit(page.Limit) {
+		body["next_after"] = calls[len(calls)-1].Seq
+	}
+	return c.JSON(body)
 }

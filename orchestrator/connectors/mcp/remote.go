@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -26,12 +27,32 @@ func connection(l bindings.RemoteLogin) Connection {
 		}
 		c.Headers = TokenHeader(l.Server.Config.Header, l.Server.Config.Scheme, key)
 	}
+	if l.Bearer != nil {
+		c.Headers = l.Bearer.Header
+	}
 	return c
+}
+
+// renewed reports whether a call refused for its credentials may be retried: an OAuth login whose
+// server answered 401 or 403 renews its token once, and the call runs again with the new one.
+func renewed(ctx context.Context, l bindings.RemoteLogin, err error) (bool, error) {
+	if l.Bearer == nil || !errors.Is(err, ErrRejected) {
+		return false, err
+	}
+	if rerr := l.Bearer.Rejected(ctx); rerr != nil {
+		return false, fmt.Errorf("%w; renewing the login's token: %w", err, rerr)
+	}
+	return true, nil
 }
 
 // ListTools lists the login's tools through its pooled session.
 func (c Client) ListTools(ctx context.Context, l bindings.RemoteLogin) (bindings.RemoteListing, error) {
 	listing, err := c.Pool.ListTools(ctx, connection(l))
+	if retry, rerr := renewed(ctx, l, err); retry {
+		listing, err = c.Pool.ListTools(ctx, connection(l))
+	} else if err != nil {
+		err = rerr
+	}
 	if err != nil {
 		return bindings.RemoteListing{}, err
 	}
@@ -52,7 +73,14 @@ func (c Client) CallTool(ctx context.Context, l bindings.RemoteLogin, t orchestr
 			return "", fmt.Errorf("the arguments of %s must be a JSON object: %w", t.Name, err)
 		}
 	}
-	return c.Pool.Call(ctx, connection(l), Tool{RemoteName: t.RemoteName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, m)
+	tool := Tool{RemoteName: t.RemoteName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	out, err := c.Pool.Call(ctx, connection(l), tool, m)
+	if retry, rerr := renewed(ctx, l, err); retry {
+		return c.Pool.Call(ctx, connection(l), tool, m)
+	} else if err != nil {
+		return out, rerr
+	}
+	return out, nil
 }
 
 // Changed reports whether the login's server sent tools/list_changed since its last listing.

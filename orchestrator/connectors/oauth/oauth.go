@@ -52,7 +52,17 @@ func (e *Error) OAuthErrorCode() string { return e.Code }
 func (e *Error) Temporary() bool { return e.Status >= 500 || e.Status == http.StatusTooManyRequests }
 
 // ErrInvalid marks a document or an answer this client cannot use (missing, malformed, insecure).
-var ErrInvalid = errors.New("unusable OAuth metadata")
+var ErrInvalid error = unusable{}
+
+type unusable struct{}
+
+func (unusable) Error() string { return "unusable OAuth metadata" }
+
+// Unusable marks the error as the server's document or answer, not a failure to reach it.
+func (unusable) Unusable() bool { return true }
+
+// Unusable reports that the server answered and the answer was refused, not that it was unreachable.
+func (e *Error) Unusable() bool { return !e.Temporary() }
 
 func (c *Client) http() *http.Client {
 	if c.HTTP != nil {

@@ -213,7 +213,7 @@ func TestLoginRefreshAndRevoke(t *testing.T) {
 	}
 }
 
-func mustAuthorize(t *testing.T, c *oauth.Client, m orchestrator.OAuthServer, cl orchestrator.OAuthClient, a *oauth.Authorization) string {
+func mustAuthorize(t *testing.T, c *oauth.Client, m orchestrator.OAuthServer, cl orchestrator.OAuthClient, a *orchestrator.OAuthAuthorization) string {
 	t.Helper()
 	n, err := c.Authorize(m, cl)
 	if err != nil {

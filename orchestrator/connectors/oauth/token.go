@@ -86,28 +86,20 @@ func ParseRegistration(b []byte) (Registration, error) {
 	return r, nil
 }
 
-// Authorization is the start of a browser login: where to send the browser, and the secrets the
-// callback needs (state, PKCE verifier), which the caller stores.
-type Authorization struct {
-	URL      string
-	State    string
-	Verifier string
-}
-
 // Authorize builds an authorization request: PKCE S256 (mcp-go's generators), a fresh state, the
 // RFC 8707 resource and the scopes.
-func (c *Client) Authorize(m orchestrator.OAuthServer, cl orchestrator.OAuthClient) (Authorization, error) {
+func (c *Client) Authorize(m orchestrator.OAuthServer, cl orchestrator.OAuthClient) (orchestrator.OAuthAuthorization, error) {
 	verifier, err := transport.GenerateCodeVerifier()
 	if err != nil {
-		return Authorization{}, fmt.Errorf("PKCE verifier: %w", err)
+		return orchestrator.OAuthAuthorization{}, fmt.Errorf("PKCE verifier: %w", err)
 	}
 	state, err := transport.GenerateState()
 	if err != nil {
-		return Authorization{}, fmt.Errorf("state: %w", err)
+		return orchestrator.OAuthAuthorization{}, fmt.Errorf("state: %w", err)
 	}
 	u, err := url.Parse(m.AuthorizationEndpoint)
 	if err != nil {
-		return Authorization{}, fmt.Errorf("%w: authorization_endpoint: %v", ErrInvalid, err)
+		return orchestrator.OAuthAuthorization{}, fmt.Errorf("%w: authorization_endpoint: %v", ErrInvalid, err)
 	}
 	q := u.Query()
 	q.Set("response_type", "code")
@@ -123,7 +115,7 @@ func (c *Client) Authorize(m orchestrator.OAuthServer, cl orchestrator.OAuthClie
 		q.Set("scope", strings.Join(m.Scopes, " "))
 	}
 	u.RawQuery = q.Encode()
-	return Authorization{URL: u.String(), State: state, Verifier: verifier}, nil
+	return orchestrator.OAuthAuthorization{URL: u.String(), State: state, Verifier: verifier}, nil
 }
 
 // Exchange trades an authorization code (with its PKCE verifier) for tokens.

@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"html"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
+)
+
+// oauthCallbackPath is where authorization servers send the operator's browser back after a
+// browser OAuth login (bindings.CallbackPath).
+const oauthCallbackPath = "/api/mcp/oauth/callback"
+
+// publicBaseVar names this orchestrator's public address, which callback URLs start with.
+const publicBaseVar = "PUBLIC_BASE_URL"
+
+// callbackURL is PUBLIC_BASE_URL plus the callback path when it is set, else the inbound host's.
+func (s *Server) callbackURL(c *fiber.Ctx) string {
+	base := ""
+	if s.Getenv != nil {
+		base = strings.TrimSpace(s.Getenv(publicBaseVar))
+	}
+	if base == "" {
+		base = c.BaseURL()
+	}
+	return strings.TrimRight(base, "/") + oauthCallbackPath
+}
+
+// oauthCallback answers GET /api/mcp/oauth/callback: the operator's browser, back from the
+// authorization server. It carries no bearer token (state is its only key) and answers a small
+// HTML page: 200 when the login connected, 400 with the reason otherwise. It never shows a token.
+func (s *Server) oauthCallback(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set("Referrer-Policy", "no-referrer")
+	b, err := s.catalog()
+	if err != nil {
+		return page(c, fiber.StatusBadRequest, "Login failed", "This orchestrator offers no connector logins.")
+	}
+	conn, err := b.OAuthCallback(c.UserContext(), bindings.OAuthCallbackQuery{
+		State: c.Query("state"), Code: c.Query("code"), Error: c.Query("error"), ErrorDescription: c.Query("error_description"),
+	})
+	if err != nil {
+		msg := "The login could not be completed; the details are in the orchestrator log."
+		if code := orchestrator.ErrorCode(err); code != orchestrator.EINTERNAL && code != "" {
+			msg = orchestrator.ErrorMessage(err)
+		} else {
+			s.log().Error("OAuth callback failed", "err", err.Error())
+		}
+		return page(c, fiber.StatusBadRequest, "Login failed", msg)
+	}
+	what := conn.Server
+	if conn.AccountHint != "" {
+		what += " (" + conn.AccountHint + ")"
+	}
+	return page(c, fiber.StatusOK, "Connected", what+" is connected ("+conn.ID+"). You can close this tab.")
+}
+
+// page writes the callback's small HTML answer.
+func page(c *fiber.Ctx, status int, title, msg string) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Status(status).SendString("<!doctype html><html><head><meta charset=\"utf-8\"><title>" + html.EscapeString(title) +
+		"</title></head><body><h1>" + html.EscapeString(title) + "</h1><p>" + html.EscapeString(msg) + "</p></body></html>")
+}
