@@ -132,7 +132,7 @@ type CustomRequest struct {
 	Slug        string `json:"slug"`
 	Name        string `json:"name"`
 	URL         string `json:"url"`
-	Auth        string `json:"auth"`   // none or token
+	Auth        string `json:"auth"`   // none, token or oauth (a browser login with dynamic registration)
 	Header      string `json:"header"` // token: the header carrying the key; "" is Authorization
 	Scheme      string `json:"scheme"` // token: the word before the key; "" is Bearer on Authorization
 	Description string `json:"description"`
@@ -156,13 +156,13 @@ func Custom(r CustomRequest) (orchestrator.MCPServer, error) {
 	if err := CheckURL(r.URL); err != nil {
 		bad("url: %v", err)
 	}
-	if !oneOf(r.Auth, orchestrator.AuthNone, orchestrator.AuthToken) {
-		bad("auth must be none or token, got %q", r.Auth)
+	if !oneOf(r.Auth, orchestrator.AuthNone, orchestrator.AuthToken, orchestrator.AuthOAuth) {
+		bad("auth must be none, token or oauth, got %q", r.Auth)
 	}
 	if !headerPattern.MatchString(r.Header) || strings.ContainsAny(r.Scheme, " \t\r\n") || len(r.Scheme) > 40 {
 		bad("header %q must be an HTTP header name and scheme %q one word", r.Header, r.Scheme)
 	}
-	if r.Auth == orchestrator.AuthNone && (r.Header != "" || r.Scheme != "") {
+	if r.Auth != orchestrator.AuthToken && (r.Header != "" || r.Scheme != "") {
 		bad("header and scheme are for auth token")
 	}
 	if len(problems) > 0 {
