@@ -112,12 +112,34 @@ const runSchema = `{"type":"object","properties":{
 // CheckName validates a script name.
 func CheckName(name string) error {
 	if name == "manifest" {
-		return orchestrator.Errorf(orchestrator.EINVALID, "script name manifest is reserved; choose another")
+		return orchestrator.Errorf(orchestrator.EINVALID, "script name manifest is reserved; choose another, e.g. %s", SuggestName(name))
 	}
 	if !namePattern.MatchString(name) {
-		return orchestrator.Errorf(orchestrator.EINVALID, "script name %q must match %s: lower-case letters, digits, _ and -, starting with a letter", clip(name), namePattern)
+		return orchestrator.Errorf(orchestrator.EINVALID, "script name %q must match %s: lower-case letters, digits, _ and -, starting with a letter, e.g. %s", clip(name), namePattern, SuggestName(name))
 	}
 	return nil
+}
+
+// SuggestName turns a refused script name into a valid one: lower case, every other character a
+// dash, starting at its first letter, at most 63 characters, never manifest.
+func SuggestName(name string) string {
+	n := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+	n = strings.TrimLeftFunc(n, func(r rune) bool { return r < 'a' || r > 'z' })
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	switch n {
+	case "":
+		return "my-script"
+	case "manifest":
+		return "my-manifest"
+	}
+	return n
 }
 
 func clip(s string) string {
