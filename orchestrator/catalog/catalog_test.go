@@ -247,7 +247,7 @@ func TestManifestHeadersAndEndpoints(t *testing.T) {
 	if c := by["opensea"].Config; !c.RejectEmpty || len(c.RejectOnly) != 1 || c.RejectOnly[0] != "get_instant_api_key" {
 		t.Errorf("opensea's rejected-key rule %+v", c)
 	}
-	if by["dexpaprika"].Endpoints["pro"] != "https://api-pro.dexpaprika.com" || by["wallet"].Endpoints["arc_rpc"] != "https://rpc.mainnet.arc.io" {
+	if by["dexpaprika"].Endpoints["pro"] != "https://api-pro.dexpaprika.com" || by["wallet"].Endpoints["arc"] != "https://rpc.mainnet.arc.io" {
 		t.Errorf("endpoints %v %v", by["dexpaprika"].Endpoints, by["wallet"].Endpoints)
 	}
 	if by["cigale"].PublishesListed() || !by["opensea"].PublishesListed() || !by["notion"].PublishesListed() || by["coingecko"].PublishesListed() {

@@ -19,6 +19,7 @@ import (
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/pinnedprices" // registers pinned_prices
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/qonto"        // registers qonto
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/twitterapi"   // registers twitterapi
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"       // registers wallet
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/x"            // registers x
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
