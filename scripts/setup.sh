@@ -39,6 +39,13 @@ if ! cmp -s tools/package.json tools/node_modules/.installed 2>/dev/null; then
   cp tools/package.json tools/node_modules/.installed
 fi
 
+# Test-only chain engines (anvil, solc) for the Wallet adapter's tests, outside the sandbox's tools.
+if ! cmp -s tools/chain/package.json tools/chain/node_modules/.installed 2>/dev/null; then
+  echo "setup: installing the test chain engines into tools/chain/node_modules"
+  (cd tools/chain && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp tools/chain/package.json tools/chain/node_modules/.installed
+fi
+
 # Go modules, so builds and tests start warm; the stamp lives in the data folder (GUILDS_DATA_DIR
 # from the environment or .env, as make run reads it; default .data).
 dotenv() { [ -f .env ] && sed -n -E "s/^[[:space:]]*(export[[:space:]]+)?$1=[\"']?([^\"'#]*)[\"']?.*/\2/p" .env | tail -n 1 || true; }
