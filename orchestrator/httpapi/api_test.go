@@ -270,6 +270,9 @@ func TestIntegrationGatedOffer(t *testing.T) {
 	if st != 200 || inst["auth_mode"] != "token" || strings.Contains(string(raw), "tvly-secret-value") {
 		t.Fatalf("instance: %d %s", st, raw)
 	}
+	if key, _ := inst["secret_key"].(map[string]any); key["source"] != "none" {
+		t.Fatalf("a server without a secret key reports secret_key %v", inst["secret_key"])
+	}
 	states := map[string]string{}
 	for _, in := range inst["integrations"].([]any) {
 		m := in.(map[string]any)

@@ -43,8 +43,11 @@ type Server struct {
 	Getenv     func(string) string // the configuration, for the integrations view
 	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
 	Health     Health              // whether the database and the sandbox backend can serve; nil: always
-	Log        *slog.Logger
-	Now        func() time.Time
+	// SecretKeySource says where GUILDS_SECRET_KEY came from, for the instance view (never the key):
+	// environment, data_dir (kept by an earlier start) or generated (at this start); "": none.
+	SecretKeySource string
+	Log             *slog.Logger
+	Now             func() time.Time
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
@@ -243,8 +246,8 @@ type instanceVariable struct {
 	Required bool   `json:"required"`
 }
 
-// instance reports the auth mode, each integration's state (never a variable's value) and the
-// isolation the agents' sandboxes have on this host.
+// instance reports the auth mode, each integration's state (never a variable's value), the
+// isolation the agents' sandboxes have on this host, and where the secret key came from.
 func (s *Server) instance(c *fiber.Ctx) error {
 	getenv := s.Getenv
 	if getenv == nil {
@@ -266,7 +269,11 @@ func (s *Server) instance(c *fiber.Ctx) error {
 	if box.Missing == nil {
 		box.Missing = []string{}
 	}
-	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box})
+	key := s.SecretKeySource
+	if key == "" {
+		key = "none"
+	}
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
 }
 
 func nonNil(s []string) []string {
