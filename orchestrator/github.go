@@ -42,3 +42,54 @@ type GitHubAgentToken struct {
 	Repositories []byte // JSON: the repositories it reaches
 	ExpiresAt    time.Time
 }
+
+// GitHubInstallation is one installation of the box's App as GitHub lists it.
+type GitHubInstallation struct {
+	ID        int64  `json:"id"`
+	AppID     int64  `json:"app_id"`
+	AppSlug   string `json:"app_slug"`
+	Account   string `json:"account"`
+	Suspended bool   `json:"suspended"`
+}
+
+// GitHubRepository is one repository an installation reaches.
+type GitHubRepository struct {
+	ID            int64  `json:"github_id"`
+	Name          string `json:"name"`
+	FullName      string `json:"full_name"`
+	Owner         string `json:"owner"`
+	Private       bool   `json:"private"`
+	DefaultBranch string `json:"default_branch"`
+	URL           string `json:"url"`
+}
+
+// GitHubPick is one repository of a selection (or an extra guild URL) as the operator sends it.
+type GitHubPick struct {
+	Name          string `json:"name"`
+	URL           string `json:"url"`
+	DefaultBranch string `json:"default_branch"`
+}
+
+// GitHubCallback is what GitHub's redirect to the callback carried, and the login cookie.
+type GitHubCallback struct {
+	State          string
+	Cookie         string
+	Code           string
+	InstallationID string
+	SetupAction    string
+}
+
+// GitHubCallbackResult is what the browser gets from the callback: a redirect (the setup hop to
+// user authorization), a page, the connection when it completed, or the installations to pick from.
+type GitHubCallbackResult struct {
+	Redirect   string
+	Page       string
+	Connection *Connection
+	Picker     []GitHubInstallation
+}
+
+// GuildRepos is a guild's repositories and the GitHub logins its operator can see.
+type GuildRepos struct {
+	Repositories []GuildRepository `json:"repositories"`
+	Logins       []Connection      `json:"github_logins"`
+}

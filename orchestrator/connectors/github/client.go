@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
 )
 
 // Client makes the App's REST calls. Set its fields once.
@@ -22,24 +24,10 @@ type Client struct {
 }
 
 // Installation is one installation of the App as GitHub lists it.
-type Installation struct {
-	ID        int64  `json:"id"`
-	AppID     int64  `json:"app_id"`
-	AppSlug   string `json:"app_slug"`
-	Account   string `json:"account"`
-	Suspended bool   `json:"suspended"`
-}
+type Installation = orchestrator.GitHubInstallation
 
 // Repository is one repository an installation reaches.
-type Repository struct {
-	ID            int64  `json:"github_id"`
-	Name          string `json:"name"`
-	FullName      string `json:"full_name"`
-	Owner         string `json:"owner"`
-	Private       bool   `json:"private"`
-	DefaultBranch string `json:"default_branch"`
-	URL           string `json:"url"`
-}
+type Repository = orchestrator.GitHubRepository
 
 // Token is an installation access token and the repositories GitHub says it reaches, as they are now.
 type Token struct {

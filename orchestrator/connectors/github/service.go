@@ -144,22 +144,10 @@ func (s *Service) Begin(ctx context.Context, owner orchestrator.Chain) (Begun, e
 }
 
 // CallbackInput is what GitHub's redirect carried, and the cookie.
-type CallbackInput struct {
-	State          string
-	Cookie         string
-	Code           string
-	InstallationID string
-	SetupAction    string
-}
+type CallbackInput = orchestrator.GitHubCallback
 
-// CallbackResult is what the browser gets: a redirect (the setup hop to user authorization), a
-// page (connected, waiting for approval, or the picker), and the connection when it completed.
-type CallbackResult struct {
-	Redirect   string
-	Page       string
-	Connection *orchestrator.Connection
-	Picker     []Installation // several installations: the operator picks one (POST /api/mcp/oauth/github-installation)
-}
+// CallbackResult is what the browser gets from the callback.
+type CallbackResult = orchestrator.GitHubCallbackResult
 
 // Handles reports whether a callback is the GitHub App's: its state (or the cookie's) is a GitHub state.
 func (s *Service) Handles(ctx context.Context, in CallbackInput) bool {
@@ -368,11 +356,7 @@ func (s *Service) Repositories(ctx context.Context, connID string) ([]Repository
 }
 
 // Pick is one repository of a selection as the operator sends it.
-type Pick struct {
-	Name          string `json:"name"`
-	URL           string `json:"url"`
-	DefaultBranch string `json:"default_branch"`
-}
+type Pick = orchestrator.GitHubPick
 
 // normRepoURL is a repository URL compared loosely: lower case, no .git, no trailing slash.
 func normRepoURL(u string) string {
@@ -441,12 +425,8 @@ func (s *Service) Selection(ctx context.Context, connID string) ([]orchestrator.
 	return s.Store.GitHubSelection(ctx, connID)
 }
 
-// GuildRepos is GET /api/guilds/:id/repositories: the guild's repositories and the GitHub logins
-// its operator can see.
-type GuildRepos struct {
-	Repositories []orchestrator.GuildRepository `json:"repositories"`
-	Logins       []orchestrator.Connection      `json:"github_logins"`
-}
+// GuildRepos is GET /api/guilds/:id/repositories.
+type GuildRepos = orchestrator.GuildRepos
 
 // GuildRepositories lists a guild's repositories and the GitHub logins visible at it.
 func (s *Service) GuildRepositories(ctx context.Context, guildID string) (GuildRepos, error) {
@@ -499,4 +479,10 @@ func (s *Service) AddGuildRepository(ctx context.Context, guildID string, p Pick
 // DeleteGuildRepository removes an extra git URL of a guild.
 func (s *Service) DeleteGuildRepository(ctx context.Context, guildID, id string) error {
 	return s.Store.DeleteGuildRepository(ctx, guildID, id)
+}
+
+// BeginLogin is Begin as bindings' Connect asks it: the pending connection and the URL.
+func (s *Service) BeginLogin(ctx context.Context, owner orchestrator.Chain) (orchestrator.Connection, string, error) {
+	b, err := s.Begin(ctx, owner)
+	return b.Connection, b.AuthorizationURL, err
 }
