@@ -92,19 +92,36 @@ func (r Run) Offers(name string) bool {
 	return false
 }
 
+// A call's status: recorded as started before anything runs, completed with its result after, and
+// interrupted when the orchestrator stopped while it ran (marked at the next start).
+const (
+	CallStarted     = "started"
+	CallCompleted   = "completed"
+	CallInterrupted = "interrupted"
+)
+
 // ToolCall is one stored tool call: the redacted arguments and the stamped result, never the raw one.
 type ToolCall struct {
-	RunID      string          `json:"run_id"`
-	Seq        int64           `json:"seq"`
-	CallID     string          `json:"call_id"`
-	Name       string          `json:"name"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Result     string          `json:"result"`
-	Metadata   json.RawMessage `json:"metadata"`
-	IsError    bool            `json:"is_error"`
-	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt time.Time       `json:"finished_at"`
-	DurationMS float64         `json:"duration_ms"`
+	RunID        string          `json:"run_id"`
+	Seq          int64           `json:"seq"`
+	CallID       string          `json:"call_id"`
+	ClientCallID string          `json:"client_call_id,omitempty"` // the caller's id for retries, unique in the run
+	Status       string          `json:"status"`
+	Name         string          `json:"name"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Result       string          `json:"result"`
+	Metadata     json.RawMessage `json:"metadata"`
+	IsError      bool            `json:"is_error"`
+	StartedAt    time.Time       `json:"started_at"`
+	FinishedAt   *time.Time      `json:"finished_at"` // nil while started
+	DurationMS   float64         `json:"duration_ms"`
+	RequestHash  string          `json:"-"` // the request's digest: a retry under the same client id must match it
+}
+
+// CallPage bounds a listing of a run's calls: those after seq After, at most Limit (0: all).
+type CallPage struct {
+	After int64
+	Limit int
 }
 
 // RunStore persists runs and their calls.
@@ -113,11 +130,22 @@ type RunStore interface {
 	GetRun(ctx context.Context, id string) (Run, error)
 	// CloseRun marks the run closed; closing a closed run is not an error.
 	CloseRun(ctx context.Context, id string, at time.Time) (Run, error)
-	// RecordCall stores c and advances the run's counter to c.Seq in one transaction. It fails with
-	// ECONFLICT, writing nothing, when the run is closed, spent, or its counter is not c.Seq-1.
-	RecordCall(ctx context.Context, c ToolCall) error
-	ListCalls(ctx context.Context, runID string) ([]ToolCall, error)
+	// StartCall records c as started and advances the run's counter in one statement, returning
+	// the seq it took. It fails with ECONFLICT, writing nothing, when the run is closed or spent,
+	// and with ErrDuplicateCall when c.ClientCallID is already recorded for the run.
+	StartCall(ctx context.Context, c ToolCall) (int64, error)
+	// CompleteCall stores a started call's result (c.RunID, c.Seq) and marks it completed.
+	CompleteCall(ctx context.Context, c ToolCall) error
+	// GetClientCall returns the call recorded under the client's call id, ENOTFOUND when none.
+	GetClientCall(ctx context.Context, runID, clientCallID string) (ToolCall, error)
+	// InterruptCalls marks every call still started as interrupted with the given result and
+	// returns how many it marked.
+	InterruptCalls(ctx context.Context, at time.Time, result string) (int64, error)
+	ListCalls(ctx context.Context, runID string, page CallPage) ([]ToolCall, error)
 }
+
+// ErrDuplicateCall is StartCall's answer when the client's call id is already recorded.
+var ErrDuplicateCall = Errorf(ECONFLICT, "a call with this call_id is already recorded for the run")
 
 // RunSecrets yields the secret values granted to a run, which join its redaction set. The secrets
 // work implements it; until then NoRunSecrets stands in.

@@ -39,9 +39,9 @@ func post(client *http.Client, url string, body any) (int, map[string]any, error
 	return resp.StatusCode, out, err
 }
 
-// TestConcurrentCallsOneRun fires calls at one run from many clients at once: every call gets a
-// distinct seq, the handler sees them in seq order (execution order), each trailer counts down from
-// its own seq, and the stored rows match. A second run's calls go on at the same time.
+// TestConcurrentCallsOneRun fires calls at one run from many clients at once: they run side by side,
+// every call gets a distinct seq (the handler sees each of 1..n once), each trailer counts down from
+// its own seq, and the stored rows match, contiguous. A second run's calls go on at the same time.
 func TestConcurrentCallsOneRun(t *testing.T) {
 	e := newEnv(t, nil)
 	base := e.serve()
@@ -89,7 +89,7 @@ func TestConcurrentCallsOneRun(t *testing.T) {
 	if len(seen) != workers*each {
 		t.Fatalf("%d distinct seqs, want %d", len(seen), workers*each)
 	}
-	// Per run, the handler saw the seqs 1, 2, 3, ... in that order: seq order is execution order.
+	// Per run, the handler saw each seq of 1..n once (in whatever order the calls ran).
 	e.order.mu.Lock()
 	defer e.order.mu.Unlock()
 	for _, run := range []string{runA, runB} {
@@ -97,14 +97,16 @@ func TestConcurrentCallsOneRun(t *testing.T) {
 		if len(got) != workers*each {
 			t.Fatalf("run %s: handler ran %d times", run, len(got))
 		}
-		for i, s := range got {
-			if s != int64(i+1) {
-				t.Fatalf("run %s: handler call %d had seq %d", run, i+1, s)
+		once := map[int64]bool{}
+		for _, s := range got {
+			if s < 1 || s > workers*each || once[s] {
+				t.Fatalf("run %s: handler saw seq %d out of range or twice", run, s)
 			}
+			once[s] = true
 		}
 	}
 	for _, run := range []string{runA, runB} {
-		calls := e.must(200, "GET", "/api/runs/"+run+"/calls", nil)["calls"].([]any)
+		calls := e.must(200, "GET", "/api/runs/"+run+"/calls?limit=500", nil)["calls"].([]any)
 		if len(calls) != workers*each {
 			t.Fatalf("run %s stored %d calls", run, len(calls))
 		}

@@ -43,8 +43,11 @@ type Server struct {
 	Getenv     func(string) string // the configuration, for the integrations view
 	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
 	Health     Health              // whether the database and the sandbox backend can serve; nil: always
-	Log        *slog.Logger
-	Now        func() time.Time
+	// SecretKeySource says where GUILDS_SECRET_KEY came from, for the instance view (never the key):
+	// environment, data_dir (kept by an earlier start) or generated (at this start); "": none.
+	SecretKeySource string
+	Log             *slog.Logger
+	Now             func() time.Time
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
@@ -53,7 +56,7 @@ type RunService interface {
 	GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 	CloseRun(ctx context.Context, id string) (orchestrator.Run, error)
 	Call(ctx context.Context, runID string, req runs.CallRequest) (runs.CallResult, error)
-	ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error)
+	ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error)
 	NextGeneration(ctx context.Context, runID string) (runs.Generation, error)
 }
 
@@ -243,8 +246,8 @@ type instanceVariable struct {
 	Required bool   `json:"required"`
 }
 
-// instance reports the auth mode, each integration's state (never a variable's value) and the
-// isolation the agents' sandboxes have on this host.
+// instance reports the auth mode, each integration's state (never a variable's value), the
+// isolation the agents' sandboxes have on this host, and where the secret key came from.
 func (s *Server) instance(c *fiber.Ctx) error {
 	getenv := s.Getenv
 	if getenv == nil {
@@ -266,7 +269,11 @@ func (s *Server) instance(c *fiber.Ctx) error {
 	if box.Missing == nil {
 		box.Missing = []string{}
 	}
-	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box})
+	key := s.SecretKeySource
+	if key == "" {
+		key = "none"
+	}
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
 }
 
 func nonNil(s []string) []string {
@@ -501,10 +508,12 @@ func (s *Server) closeRun(c *fiber.Ctx) error {
 	return c.JSON(viewRun(run))
 }
 
-// callBody is the body of POST /api/runs/{id}/calls: the tool call as the model made it.
+// callBody is the body of POST /api/runs/{id}/calls: the tool call as the model made it, with the
+// client's id for retries.
 type callBody struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id"`
 }
 
 func (s *Server) call(c *fiber.Ctx) error {
@@ -519,23 +528,55 @@ func (s *Server) call(c *fiber.Ctx) error {
 	if err := decode(c, &b); err != nil {
 		return err
 	}
-	// A call in flight finishes even when the client goes away or the server shuts down: its row and
-	// the run's counter must not be left behind the handler's side effects.
-	res, err := rs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments})
+	// A call in flight finishes even when the client goes away or the server shuts down (the run
+	// service detaches it): a retry under its call_id gets its result.
+	res, err := rs.Call(c.UserContext(), c.Params("id"), runs.CallRequest{Name: b.Name, Arguments: b.Arguments, CallID: b.CallID})
 	if err != nil {
 		return err
 	}
 	return c.JSON(res)
 }
 
+// effectiveLimit is the page size ListCalls used for limit.
+func effectiveLimit(limit int) int {
+	if limit == 0 {
+		return runs.DefaultCallPage
+	}
+	return limit
+}
+
+// listCalls answers a page of the run's calls: limit (default 50, at most 500) after seq after;
+// next_after is the after of the next page, null on the last.
 func (s *Server) listCalls(c *fiber.Ctx) error {
 	rs, err := s.runService()
 	if err != nil {
 		return err
 	}
-	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"))
+	var page orchestrator.CallPage
+	for name, dst := range map[string]*int64{"limit": nil, "after": &page.After} {
+		v := c.Query(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return orchestrator.Errorf(orchestrator.EINVALID, "%s must be a whole number, got %q", name, v)
+		}
+		if dst != nil {
+			*dst = n
+		} else if n < 1 || n > runs.MaxCallPage {
+			return orchestrator.Errorf(orchestrator.EINVALID, "limit must be 1 to %d, got %d", runs.MaxCallPage, n)
+		} else {
+			page.Limit = int(n)
+		}
+	}
+	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"), page)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"calls": calls})
+	body := fiber.Map{"calls": calls, "next_after": nil}
+	if len(calls) > 0 && len(calls) == effectiveLimit(page.Limit) {
+		body["next_after"] = calls[len(calls)-1].Seq
+	}
+	return c.JSON(body)
 }

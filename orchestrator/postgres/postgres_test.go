@@ -69,7 +69,9 @@ func TestMigrateConcurrentOnce(t *testing.T) {
 }
 
 // TestStoreScopesAndRuns exercises the store: not-found errors carry ENOTFOUND, agents take their
-// guild's organisation, and RecordCall refuses out-of-order, closed and spent runs writing nothing.
+// guild's organisation, StartCall takes contiguous seqs and refuses closed and spent runs (and a
+// duplicate client call id) writing nothing, CompleteCall and InterruptCalls finish started calls,
+// and ListCalls pages.
 func TestStoreScopesAndRuns(t *testing.T) {
 	ctx := context.Background()
 	s := postgres.NewStore(pgtest.NewDB(t))
@@ -88,27 +90,64 @@ func TestStoreScopesAndRuns(t *testing.T) {
 		t.Fatalf("missing run: %v", err)
 	}
 	run := orchestrator.Run{ID: "run_1", AgentID: "agt_1", GuildID: "gld_1", OrgID: "org_1", Kind: orchestrator.KindDirect,
-		Status: orchestrator.RunOpen, ToolCallBudget: 2, CreatedAt: now}
+		Status: orchestrator.RunOpen, ToolCallBudget: 3, CreatedAt: now}
 	must(t, s.CreateRun(ctx, run))
-	call := func(seq int64) orchestrator.ToolCall {
-		return orchestrator.ToolCall{RunID: "run_1", Seq: seq, CallID: fmt.Sprintf("call_%d", seq), Name: "t",
-			Arguments: json.RawMessage(`{}`), Result: "ok", Metadata: json.RawMessage(`{}`), StartedAt: now, FinishedAt: now}
+	call := func(runID, id, client string) orchestrator.ToolCall {
+		return orchestrator.ToolCall{RunID: runID, CallID: id, ClientCallID: client, Name: "t", RequestHash: "h-" + id,
+			Arguments: json.RawMessage(`{"a":1}`), StartedAt: now}
 	}
-	if err := s.RecordCall(ctx, call(2)); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
-		t.Fatalf("out-of-order call: %v", err)
+	for i, client := range []string{"", "toolu_1"} {
+		seq, err := s.StartCall(ctx, call("run_1", fmt.Sprintf("call_%d", i+1), client))
+		if err != nil || seq != int64(i+1) {
+			t.Fatalf("start call %d: seq %d, %v", i+1, seq, err)
+		}
 	}
-	must(t, s.RecordCall(ctx, call(1)))
-	must(t, s.RecordCall(ctx, call(2)))
-	if err := s.RecordCall(ctx, call(3)); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
-		t.Fatalf("call past budget: %v", err)
+	if _, err := s.StartCall(ctx, call("run_1", "call_dup", "toolu_1")); err != orchestrator.ErrDuplicateCall {
+		t.Fatalf("duplicate client call id: %v", err)
 	}
 	got, err := s.GetRun(ctx, "run_1")
-	if err != nil || got.ToolCallsUsed != 2 || got.Remaining() != 0 {
-		t.Fatalf("run after calls: %+v %v", got, err)
+	if err != nil || got.ToolCallsUsed != 2 {
+		t.Fatalf("the duplicate moved the counter: %+v %v", got, err)
 	}
-	calls, err := s.ListCalls(ctx, "run_1")
-	if err != nil || len(calls) != 2 || calls[0].Seq != 1 || calls[1].Seq != 2 {
+	stored, err := s.GetClientCall(ctx, "run_1", "toolu_1")
+	if err != nil || stored.Seq != 2 || stored.Status != orchestrator.CallStarted || stored.FinishedAt != nil || stored.RequestHash != "h-call_2" {
+		t.Fatalf("client call: %+v %v", stored, err)
+	}
+	if _, err := s.GetClientCall(ctx, "run_1", "toolu_nope"); orchestrator.ErrorCode(err) != orchestrator.ENOTFOUND {
+		t.Fatalf("missing client call: %v", err)
+	}
+	done := call("run_1", "call_1", "")
+	done.Seq, done.Result, done.Metadata, done.FinishedAt, done.DurationMS = 1, "ok", json.RawMessage(`{"k":"v"}`), &now, 1.5
+	must(t, s.CompleteCall(ctx, done))
+	if err := s.CompleteCall(ctx, done); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
+		t.Fatalf("completing a completed call: %v", err)
+	}
+	if _, err := s.StartCall(ctx, call("run_1", "call_3", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartCall(ctx, call("run_1", "call_4", "")); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
+		t.Fatalf("call past budget: %v", err)
+	}
+	n, err := s.InterruptCalls(ctx, now.Add(time.Second), "ERROR: interrupted")
+	if err != nil || n != 2 {
+		t.Fatalf("interrupt: %d %v", n, err)
+	}
+	calls, err := s.ListCalls(ctx, "run_1", orchestrator.CallPage{})
+	if err != nil || len(calls) != 3 {
 		t.Fatalf("calls: %+v %v", calls, err)
+	}
+	for i, want := range []string{orchestrator.CallCompleted, orchestrator.CallInterrupted, orchestrator.CallInterrupted} {
+		c := calls[i]
+		if c.Seq != int64(i+1) || c.Status != want || c.FinishedAt == nil {
+			t.Fatalf("call %d: %+v, want status %s", i+1, c, want)
+		}
+	}
+	if calls[0].Result != "ok" || calls[1].Result != "ERROR: interrupted" || !calls[1].IsError || calls[1].DurationMS != 1000 || calls[1].ClientCallID != "toolu_1" {
+		t.Fatalf("stored calls: %+v", calls)
+	}
+	page, err := s.ListCalls(ctx, "run_1", orchestrator.CallPage{After: 1, Limit: 1})
+	if err != nil || len(page) != 1 || page[0].Seq != 2 {
+		t.Fatalf("page after 1, limit 1: %+v %v", page, err)
 	}
 	run.ID, run.ToolCallBudget = "run_2", 5
 	must(t, s.CreateRun(ctx, run))
@@ -116,12 +155,10 @@ func TestStoreScopesAndRuns(t *testing.T) {
 	if err != nil || closed.Status != orchestrator.RunClosed || closed.ClosedAt == nil {
 		t.Fatalf("close: %+v %v", closed, err)
 	}
-	c := call(1)
-	c.RunID, c.CallID = "run_2", "call_r2"
-	if err := s.RecordCall(ctx, c); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
+	if _, err := s.StartCall(ctx, call("run_2", "call_r2", "")); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
 		t.Fatalf("call on closed run: %v", err)
 	}
-	if calls, _ := s.ListCalls(ctx, "run_2"); len(calls) != 0 {
+	if calls, _ := s.ListCalls(ctx, "run_2", orchestrator.CallPage{}); len(calls) != 0 {
 		t.Fatalf("closed run stored %d calls", len(calls))
 	}
 }

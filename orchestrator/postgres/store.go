@@ -323,46 +323,120 @@ func (s *Store) CloseRun(ctx context.Context, id string, at time.Time) (orchestr
 	return r, nil
 }
 
-// recordCallSQL advances the run's counter and inserts the call in one statement, hence one
-// transaction: the insert reads the updated row, so when the run is closed, spent, or its counter
-// moved, neither happens.
-const recordCallSQL = `WITH bump AS (
-	UPDATE runs SET tool_calls_used = $2
-	WHERE id = $1 AND status = 'open' AND tool_calls_used = $2 - 1 AND tool_call_budget >= $2
-	RETURNING id)
-INSERT INTO tool_calls (run_id, seq, call_id, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms)
-SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM bump`
+// startCallSQL advances the run's counter and inserts the started call in one statement, hence one
+// transaction: the insert reads the updated row, so when the run is closed or spent neither happens,
+// and a duplicate client call id fails the insert and with it the counter's move.
+const startCallSQL = `WITH bump AS (
+	UPDATE runs SET tool_calls_used = tool_calls_used + 1
+	WHERE id = $1 AND status = 'open' AND tool_calls_used < tool_call_budget
+	RETURNING id, tool_calls_used)
+INSERT INTO tool_calls (run_id, seq, call_id, client_call_id, request_hash, status, name, arguments, result, metadata, is_error, started_at)
+SELECT id, tool_calls_used, $2, $3, $4, 'started', $5, $6, '', '{}', false, $7 FROM bump
+RETURNING seq`
 
-// RecordCall stores c and moves its run's counter to c.Seq atomically.
-func (s *Store) RecordCall(ctx context.Context, c orchestrator.ToolCall) error {
-	tag, err := s.pool.Exec(ctx, recordCallSQL, c.RunID, c.Seq, c.CallID, c.Name, []byte(c.Arguments), c.Result,
-		[]byte(c.Metadata), c.IsError, c.StartedAt, c.FinishedAt, c.DurationMS)
+// StartCall records c as started and takes the run's next seq.
+func (s *Store) StartCall(ctx context.Context, c orchestrator.ToolCall) (int64, error) {
+	var client *string
+	if c.ClientCallID != "" {
+		client = &c.ClientCallID
+	}
+	var seq int64
+	err := s.pool.QueryRow(ctx, startCallSQL, c.RunID, c.CallID, client, c.RequestHash, c.Name, []byte(c.Arguments), c.StartedAt).Scan(&seq)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "tool_calls_client_call_id":
+		return 0, orchestrator.ErrDuplicateCall
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed or has spent its tool_call_budget; nothing was stored", c.RunID)
+	case err != nil:
+		return 0, fmt.Errorf("record call of run %s as started: %w", c.RunID, err)
+	}
+	return seq, nil
+}
+
+// CompleteCall stores the result of started call (c.RunID, c.Seq), and its arguments again when
+// c has them (redacted with what the handler added).
+func (s *Store) CompleteCall(ctx context.Context, c orchestrator.ToolCall) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE tool_calls SET status = 'completed', result = $3, metadata = $4, is_error = $5, finished_at = $6, duration_ms = $7,
+			arguments = COALESCE($8, arguments)
+		WHERE run_id = $1 AND seq = $2 AND status = 'started'`,
+		c.RunID, c.Seq, c.Result, []byte(c.Metadata), c.IsError, c.FinishedAt, c.DurationMS, nilIfEmpty(c.Arguments))
 	if err != nil {
-		return fmt.Errorf("record call %d of run %s: %w", c.Seq, c.RunID, err)
+		return fmt.Errorf("record call %d of run %s as completed: %w", c.Seq, c.RunID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return orchestrator.Errorf(orchestrator.ECONFLICT, "run %s changed while call %d ran (closed, out of budget, or another call recorded first); nothing was stored", c.RunID, c.Seq)
+		return orchestrator.Errorf(orchestrator.ECONFLICT, "call %d of run %s is no longer recorded as started (marked interrupted?); its result was not stored", c.Seq, c.RunID)
 	}
 	return nil
 }
 
-// ListCalls lists a run's calls in seq order; a missing run is ENOTFOUND.
-func (s *Store) ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error) {
+// nilIfEmpty is b, or NULL when it is empty.
+func nilIfEmpty(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// InterruptCalls marks every started call interrupted, at the given time, with result.
+func (s *Store) InterruptCalls(ctx context.Context, at time.Time, result string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE tool_calls SET status = 'interrupted', result = $2, is_error = true,
+		metadata = jsonb_build_object('error', 'interrupted'), finished_at = $1,
+		duration_ms = GREATEST(0, EXTRACT(EPOCH FROM ($1 - started_at)) * 1000)
+		WHERE status = 'started'`, at, result)
+	if err != nil {
+		return 0, fmt.Errorf("mark interrupted calls: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// callColumns is the column list scanCall reads.
+const callColumns = "run_id, seq, call_id, client_call_id, status, request_hash, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms"
+
+// scanCall reads one tool_calls row.
+func scanCall(r pgx.Row) (orchestrator.ToolCall, error) {
+	var c orchestrator.ToolCall
+	var args, meta []byte
+	var client *string
+	var dur *float64
+	err := r.Scan(&c.RunID, &c.Seq, &c.CallID, &client, &c.Status, &c.RequestHash, &c.Name, &args, &c.Result, &meta, &c.IsError, &c.StartedAt, &c.FinishedAt, &dur)
+	c.Arguments, c.Metadata = args, meta
+	if client != nil {
+		c.ClientCallID = *client
+	}
+	if dur != nil {
+		c.DurationMS = *dur
+	}
+	return c, err
+}
+
+// GetClientCall returns the run's call recorded under the client's call id.
+func (s *Store) GetClientCall(ctx context.Context, runID, clientCallID string) (orchestrator.ToolCall, error) {
+	c, err := scanCall(s.pool.QueryRow(ctx, "SELECT "+callColumns+" FROM tool_calls WHERE run_id = $1 AND client_call_id = $2", runID, clientCallID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("call", clientCallID)
+	}
+	if err != nil {
+		return c, fmt.Errorf("get call %s of run %s: %w", clientCallID, runID, err)
+	}
+	return c, nil
+}
+
+// ListCalls lists a run's calls in seq order, those after page.After, at most page.Limit of them
+// (0: all); a missing run is ENOTFOUND.
+func (s *Store) ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error) {
 	if _, err := s.GetRun(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT run_id, seq, call_id, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms
-		FROM tool_calls WHERE run_id = $1 ORDER BY seq`, runID)
+	limit := any(nil) // LIMIT NULL is no limit
+	if page.Limit > 0 {
+		limit = page.Limit
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+callColumns+" FROM tool_calls WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", runID, page.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ToolCall, error) {
-		var c orchestrator.ToolCall
-		var args, meta []byte
-		err := r.Scan(&c.RunID, &c.Seq, &c.CallID, &c.Name, &args, &c.Result, &meta, &c.IsError, &c.StartedAt, &c.FinishedAt, &c.DurationMS)
-		c.Arguments, c.Metadata = args, meta
-		return c, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ToolCall, error) { return scanCall(r) })
 	if err != nil {
 		return nil, fmt.Errorf("list calls: %w", err)
 	}

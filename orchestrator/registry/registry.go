@@ -35,6 +35,9 @@ type Tool struct {
 	Handler     Handler             // runs a call
 	Filter      func(string) string // optional custom filter, first step of the pipeline
 	Family      string              // e.g. "code", "browser", "notes": used by offers and access views
+	// SecretArgs names top-level arguments whose values are secrets (secret_store's value): the
+	// call's record, written before the handler runs, masks them.
+	SecretArgs []string
 }
 
 // ErrUnknownTool is wrapped by Invoke when no tool has the requested name.
@@ -103,6 +106,18 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
+// MarkSecretArgs adds argument names to a registered tool's SecretArgs.
+func (r *Registry) MarkSecretArgs(name string, args ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.tools[name]
+	if !ok {
+		return fmt.Errorf("mark secret arguments of %s: %w", name, ErrUnknownTool)
+	}
+	e.tool.SecretArgs = append(append([]string(nil), e.tool.SecretArgs...), args...)
+	return nil
+}
+
 // MustRegister is Register for package-level wiring; it panics on error.
 func (r *Registry) MustRegister(t Tool) {
 	if err := r.Register(t); err != nil {
@@ -125,6 +140,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 func (e *entry) copyTool() Tool {
 	t := e.tool
 	t.Schema = append(json.RawMessage(nil), t.Schema...)
+	t.SecretArgs = append([]string(nil), t.SecretArgs...)
 	return t
 }
 

@@ -22,7 +22,7 @@ func (s *Service) explore(ctx context.Context, run *orchestrator.Run) error {
 	if !ok {
 		return orchestrator.Errorf(orchestrator.EINTERNAL, "the run store cannot record exploration figures")
 	}
-	calls, err := s.Runs.ListCalls(ctx, run.ID)
+	calls, err := s.Runs.ListCalls(ctx, run.ID, orchestrator.CallPage{})
 	if err != nil {
 		return fmt.Errorf("exploration of run %s: %w", run.ID, err)
 	}

@@ -25,16 +25,12 @@ type Generation struct {
 // only while both the run's snapshot and the agent have it on); nothing is added mid-run, MCP tools
 // stay, and a tool the registry does not know (not the policy's to decide) stays. An enabled MCP
 // server whose login is now disconnected stops the generation with an error naming it. It waits for
-// a call of the run in flight.
+// the run's calls in flight.
 func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation, error) {
 	if !orchestrator.ValidID(runID) {
 		return Generation{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", runID)
 	}
-	unlock, err := s.lock(ctx, runID)
-	if err != nil {
-		return Generation{}, err
-	}
-	defer unlock()
+	defer s.exclusive(runID)()
 	run, err := s.Runs.GetRun(ctx, runID)
 	if err != nil {
 		return Generation{}, err

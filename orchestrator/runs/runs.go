@@ -1,6 +1,7 @@
 // Package runs starts agent runs and carries their tool calls: it snapshots what a run offers,
-// serializes each run's calls, invokes the registry, stamps every result through the pipeline and
-// stores each call with the run's counter in one transaction.
+// records each call as started (taking the run's counter) before it runs and completed after,
+// runs one run's calls concurrently (shell calls, and file edits, one at a time), invokes the
+// registry, and stamps every result through the pipeline.
 package runs
 
 import (
@@ -34,15 +35,30 @@ type Service struct {
 	Now      func() time.Time        // clock; nil means time.Now
 
 	mu        sync.Mutex
-	snapshots map[string]orchestrator.Run   // runs as last stored (snapshot and counters), bounded
-	locks     map[string]*runLock           // one per run with a call in flight or waiting
+	snapshots map[string]orchestrator.Run   // runs as last read (snapshot and status), bounded
+	gates     map[string]*gate              // one per run with a call in flight or waiting
+	flights   map[string]*flight            // calls in flight under a client call id, by run and id
 	extras    map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
 }
 
-// runLock serializes one run's calls; refs counts the callers holding or waiting for it.
-type runLock struct {
-	ch   chan struct{}
-	refs int
+// gate orders one run's work: calls hold rw shared, CloseRun and NextGeneration alone; the calls
+// of one lane take its mutex too. refs counts the callers holding or waiting (under Service.mu).
+type gate struct {
+	rw    sync.RWMutex
+	lanes map[string]*sync.Mutex
+	refs  int
+}
+
+// lanes are the tools whose calls of one run go one at a time, in arrival order: shell commands
+// share the run's working directory, and two edits of one file must not interleave.
+var lanes = map[string]string{"shell": "shell", "file_edit": "files", "file_write": "files"}
+
+// flight is a call in flight under a client call id; a retry with that id waits for its answer.
+type flight struct {
+	hash string
+	done chan struct{}
+	res  CallResult
+	err  error
 }
 
 // StartRequest is what starting a run takes.
@@ -59,13 +75,19 @@ type StartRequest struct {
 type CallRequest struct {
 	Name      string
 	Arguments json.RawMessage
+	// CallID is the client's id for the call (the model's tool-call id, say): a retry under the same
+	// id answers the stored call, or waits for it while it runs, and never runs it again. "" means none.
+	CallID string
 }
 
 // CallResult is what the model receives: the stamped result, its seq and the call's metadata.
 type CallResult struct {
 	Seq      int64           `json:"seq"`
+	CallID   string          `json:"call_id"`
+	Status   string          `json:"status"` // completed, or interrupted for a retry of a call the orchestrator's stop cut short
 	Result   string          `json:"result"`
 	Metadata json.RawMessage `json:"metadata"`
+	Replayed bool            `json:"replayed"` // the answer of an earlier request under the same call_id; nothing ran
 }
 
 func (s *Service) now() time.Time {
@@ -179,23 +201,52 @@ func (s *Service) GetRun(ctx context.Context, id string) (orchestrator.Run, erro
 	return s.Runs.GetRun(ctx, id)
 }
 
-// ListCalls returns a run's stored calls in seq order.
-func (s *Service) ListCalls(ctx context.Context, runID string) ([]orchestrator.ToolCall, error) {
+// Paging of ListCalls: the default and the largest page.
+const (
+	DefaultCallPage = 50
+	MaxCallPage     = 500
+)
+
+// ListCalls returns a page of a run's stored calls in seq order: those after seq page.After, at
+// most page.Limit (0 means DefaultCallPage; more than MaxCallPage is refused).
+func (s *Service) ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error) {
 	if !orchestrator.ValidID(runID) {
 		return nil, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", runID)
 	}
-	return s.Runs.ListCalls(ctx, runID)
+	switch {
+	case page.Limit == 0:
+		page.Limit = DefaultCallPage
+	case page.Limit < 0 || page.Limit > MaxCallPage:
+		return nil, orchestrator.Errorf(orchestrator.EINVALID, "limit must be 1 to %d, got %d", MaxCallPage, page.Limit)
+	}
+	if page.After < 0 {
+		return nil, orchestrator.Errorf(orchestrator.EINVALID, "after must be a seq (0 or more), got %d", page.After)
+	}
+	return s.Runs.ListCalls(ctx, runID, page)
 }
 
-// CloseRun closes a run: it refuses further calls. It waits for a call in flight to finish.
+// RecoverCalls marks the calls a stopped orchestrator left started as interrupted, with a result
+// saying so; serve runs it once, before it takes calls.
+func (s *Service) RecoverCalls(ctx context.Context) (int64, error) {
+	n, err := s.Runs.InterruptCalls(ctx, s.now(), InterruptedResult)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		s.log().Warn("calls interrupted by the orchestrator's last stop marked interrupted", "calls", n)
+	}
+	return n, nil
+}
+
+// InterruptedResult is the stored result of a call the orchestrator's stop cut short.
+const InterruptedResult = "ERROR: the orchestrator stopped while this call ran, so its result was lost; it may have had some or all of its effect (a command may have run, a file or note may have been written): check before doing it again"
+
+// CloseRun closes a run: it refuses further calls. It waits for the calls in flight to finish.
 func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, error) {
 	if !orchestrator.ValidID(id) {
 		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", id)
 	}
-	unlock, err := s.lock(ctx, id)
-	if err != nil {
-		return orchestrator.Run{}, err
-	}
+	unlock := s.exclusive(id)
 	defer unlock()
 	run, err := s.Runs.CloseRun(ctx, id, s.now())
 	if err != nil {
@@ -212,11 +263,11 @@ func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, er
 // maxSnapshots bounds the run cache; past it, the cache starts over.
 const maxSnapshots = 4096
 
-// loadRun returns the run as this service last stored it. The cache holds each run's snapshot and
-// counters: while the run's lock is held, only this service changes them (RecordCall, CloseRun,
-// NextGeneration), and it updates or drops the entry as it does. A miss, or an entry dropped after
-// a failed write, reads the row. Should the row change behind the service's back (another process,
-// SQL by hand), RecordCall's conditional update still refuses the call and the entry is dropped.
+// loadRun returns the run as this service last read it. The cache holds each run's snapshot and
+// status (its counter is the database's: StartCall takes it): only CloseRun and NextGeneration
+// change them, alone on the run's gate, and they drop the entry. A miss reads the row. Should the
+// row change behind the service's back (another process, SQL by hand), StartCall's conditional
+// update still refuses a call of a closed or spent run and the entry is dropped.
 func (s *Service) loadRun(ctx context.Context, id string) (orchestrator.Run, error) {
 	s.mu.Lock()
 	run, ok := s.snapshots[id]
@@ -249,33 +300,57 @@ func (s *Service) forget(id string) {
 	s.mu.Unlock()
 }
 
-// lock takes the run's call lock, waiting behind earlier calls of the same run.
-func (s *Service) lock(ctx context.Context, runID string) (func(), error) {
+// gateOf returns the run's gate, counted as used until the returned release.
+func (s *Service) gateOf(runID string) (*gate, func()) {
 	s.mu.Lock()
-	if s.locks == nil {
-		s.locks = map[string]*runLock{}
+	if s.gates == nil {
+		s.gates = map[string]*gate{}
 	}
-	l := s.locks[runID]
-	if l == nil {
-		l = &runLock{ch: make(chan struct{}, 1)}
-		s.locks[runID] = l
+	g := s.gates[runID]
+	if g == nil {
+		g = &gate{lanes: map[string]*sync.Mutex{}}
+		s.gates[runID] = g
 	}
-	l.refs++
+	g.refs++
 	s.mu.Unlock()
-	release := func() {
+	return g, func() {
 		s.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(s.locks, runID)
+		if g.refs--; g.refs == 0 {
+			delete(s.gates, runID)
 		}
 		s.mu.Unlock()
 	}
-	select {
-	case l.ch <- struct{}{}:
-		return func() { <-l.ch; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, fmt.Errorf("wait for the run's previous call: %w", ctx.Err())
+}
+
+// shared enters the run's gate beside its other calls, and the tool's lane alone; it waits for a
+// close or generation change in progress.
+func (s *Service) shared(runID, tool string) func() {
+	g, release := s.gateOf(runID)
+	g.rw.RLock()
+	var lane *sync.Mutex
+	if name := lanes[tool]; name != "" {
+		s.mu.Lock()
+		if lane = g.lanes[name]; lane == nil {
+			lane = &sync.Mutex{}
+			g.lanes[name] = lane
+		}
+		s.mu.Unlock()
+		lane.Lock()
 	}
+	return func() {
+		if lane != nil {
+			lane.Unlock()
+		}
+		g.rw.RUnlock()
+		release()
+	}
+}
+
+// exclusive takes the run's gate alone, once its calls in flight have finished.
+func (s *Service) exclusive(runID string) func() {
+	g, release := s.gateOf(runID)
+	g.rw.Lock()
+	return func() { g.rw.Unlock(); release() }
 }
 
 // redactor builds the run's redaction set: its granted secrets and what handlers added so far.
@@ -311,10 +386,14 @@ func (s *Service) addSecrets(runID string, vals []string) {
 	s.extras[runID] = s.extras[runID].With(vals...)
 }
 
-// Call carries one tool call of a run: check, invoke, stamp, store, answer. A tool failure (bad
-// arguments, a tool the run does not offer, a handler error or panic) is a stored "ERROR: ..." result,
-// since the model must see it; a run that is closed or out of budget is refused with ECONFLICT and
-// nothing is stored.
+// maxClientCallID bounds a client's call id.
+const maxClientCallID = 200
+
+// Call carries one tool call of a run: record it as started, invoke, stamp, record it as completed,
+// answer. A tool failure (bad arguments, a tool the run does not offer, a handler error or panic)
+// is a stored "ERROR: ..." result, since the model must see it; a run that is closed or out of
+// budget is refused with ECONFLICT and nothing is stored. The call runs to its end even when ctx is
+// cancelled (the client hung up): a retry under its CallID then gets its result.
 func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (CallResult, error) {
 	if req.Name == "" {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is required: the tool to call")
@@ -322,14 +401,84 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	if len(req.Name) > 200 {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is %d bytes long; a tool name is at most 64 characters", len(req.Name))
 	}
+	if len(req.CallID) > maxClientCallID || strings.ContainsFunc(req.CallID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "call_id must be at most %d printable ASCII characters without spaces (the model's tool-call id), got %q", maxClientCallID, truncate(req.CallID, 40))
+	}
 	if !orchestrator.ValidID(runID) {
 		return CallResult{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", runID)
 	}
-	unlock, err := s.lock(ctx, runID)
-	if err != nil {
-		return CallResult{}, err
+	ctx = context.WithoutCancel(ctx)
+	args := req.Arguments
+	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
 	}
-	defer unlock()
+	hash := requestHash(req.Name, args)
+	if req.CallID == "" {
+		return s.call(ctx, runID, req, args, hash)
+	}
+	key := runID + "\x00" + req.CallID
+	s.mu.Lock()
+	if f := s.flights[key]; f != nil {
+		s.mu.Unlock()
+		if f.hash != hash {
+			return CallResult{}, differentCall(req.CallID)
+		}
+		<-f.done
+		res := f.res
+		res.Replayed = f.err == nil
+		return res, f.err
+	}
+	if s.flights == nil {
+		s.flights = map[string]*flight{}
+	}
+	f := &flight{hash: hash, done: make(chan struct{})}
+	s.flights[key] = f
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.flights, key)
+		s.mu.Unlock()
+		close(f.done)
+	}()
+	stored, err := s.Runs.GetClientCall(ctx, runID, req.CallID)
+	switch orchestrator.ErrorCode(err) {
+	case "":
+		f.res, f.err = replay(stored, hash)
+	case orchestrator.ENOTFOUND:
+		f.res, f.err = s.call(ctx, runID, req, args, hash)
+	default:
+		f.err = err
+	}
+	return f.res, f.err
+}
+
+// differentCall is the answer to a request reusing a client call id for another call.
+func differentCall(id string) error {
+	return orchestrator.Errorf(orchestrator.ECONFLICT, "call_id %q is already used on this run by a different call (another tool or other arguments); a retry must repeat the same call, a new call needs a new call_id", truncate(id, 60))
+}
+
+// replay answers a retry from the stored call.
+func replay(c orchestrator.ToolCall, hash string) (CallResult, error) {
+	if c.RequestHash != hash {
+		return CallResult{}, differentCall(c.ClientCallID)
+	}
+	if c.Status == orchestrator.CallStarted {
+		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "call_id %q (seq %d) is still recorded as running, by another orchestrator process or one whose database write failed; retry in a while", truncate(c.ClientCallID, 60), c.Seq)
+	}
+	return CallResult{Seq: c.Seq, CallID: c.CallID, Status: c.Status, Result: c.Result, Metadata: c.Metadata, Replayed: true}, nil
+}
+
+// truncate cuts s to at most n bytes for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// call runs one new call under the run's gate.
+func (s *Service) call(ctx context.Context, runID string, req CallRequest, args json.RawMessage, hash string) (CallResult, error) {
+	defer s.shared(runID, req.Name)()
 	run, err := s.loadRun(ctx, runID)
 	if err != nil {
 		return CallResult{}, err
@@ -337,19 +486,30 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	if run.Status != orchestrator.RunOpen {
 		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed and takes no more tool calls; start a new run", run.ID)
 	}
-	if run.Remaining() == 0 {
-		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s has used all %d tool calls of its tool_call_budget; start a new run", run.ID, run.ToolCallBudget)
-	}
 	red, err := s.redactor(ctx, run)
 	if err != nil {
 		return CallResult{}, err // before the handler runs: never stamp without the redaction set
 	}
-	seq := int64(run.ToolCallsUsed + 1)
+	var secretArgs []string
+	if t, ok := s.Registry.Get(req.Name); ok {
+		secretArgs = t.SecretArgs
+	}
 	callID := orchestrator.NewID(orchestrator.PrefixCall)
 	started := s.now()
-	args := req.Arguments
-	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+	seq, err := s.Runs.StartCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
+		Name: req.Name, Arguments: boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs))), RequestHash: hash, StartedAt: started})
+	switch {
+	case errors.Is(err, orchestrator.ErrDuplicateCall): // recorded meanwhile by another process
+		stored, gerr := s.Runs.GetClientCall(ctx, run.ID, req.CallID)
+		if gerr != nil {
+			return CallResult{}, gerr
+		}
+		return replay(stored, hash)
+	case orchestrator.ErrorCode(err) == orchestrator.ECONFLICT:
+		s.forget(run.ID)
+		return CallResult{}, s.refusal(ctx, run)
+	case err != nil:
+		return CallResult{}, err // nothing ran
 	}
 	rc := &registry.Call{RunID: run.ID, AgentID: run.AgentID, GuildID: run.GuildID, OrgID: run.OrgID,
 		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}}
@@ -365,20 +525,51 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	}
 	finished := s.now()
 	call := orchestrator.ToolCall{
-		RunID: run.ID, Seq: seq, CallID: callID, Name: req.Name,
-		Arguments: redactJSON(red, args), Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
-		IsError: errKind != "", StartedAt: started, FinishedAt: finished,
+		RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
+		Arguments: boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs))), // again: the handler may have added secrets
+		Result:    result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
+		IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
 		DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
 	}
-	if err := s.Runs.RecordCall(ctx, call); err != nil {
-		s.forget(run.ID)
+	if err := s.complete(ctx, call); err != nil {
 		return CallResult{}, err
 	}
-	run.ToolCallsUsed = int(seq)
-	s.remember(run)
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
 		"ms", call.DurationMS, "error", errKind, "result_bytes", len(result))
-	return CallResult{Seq: seq, Result: result, Metadata: call.Metadata}, nil
+	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
+}
+
+// completeWait bounds how long a finished call's result waits for the database to take it (an
+// outage the supervisor ends in seconds); past it the call stays started, and is marked
+// interrupted at the next start.
+const completeWait = 30 * time.Second
+
+// complete records the call as completed, retrying while the database is unreachable.
+func (s *Service) complete(ctx context.Context, call orchestrator.ToolCall) error {
+	deadline, wait := time.Now().Add(completeWait), 100*time.Millisecond
+	for {
+		err := s.Runs.CompleteCall(ctx, call)
+		if err == nil || orchestrator.ErrorCode(err) != orchestrator.EINTERNAL || time.Now().After(deadline) {
+			if err != nil {
+				s.log().Error("a call's result could not be stored", "run_id", call.RunID, "seq", call.Seq, "call_id", call.CallID, "err", err.Error())
+			}
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// refusal says why StartCall refused a call: the run closed or its budget spent.
+func (s *Service) refusal(ctx context.Context, cached orchestrator.Run) error {
+	run, err := s.Runs.GetRun(ctx, cached.ID)
+	if err != nil {
+		return err
+	}
+	if run.Status != orchestrator.RunOpen {
+		return orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed and takes no more tool calls; nothing was stored; start a new run", run.ID)
+	}
+	return orchestrator.Errorf(orchestrator.ECONFLICT, "run %s has used all %d tool calls of its tool_call_budget; nothing was stored; start a new run", run.ID, run.ToolCallBudget)
 }
 
 // invoke runs the tool when the run offers it and returns the raw result (or the ERROR: text), the

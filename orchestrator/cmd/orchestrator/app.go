@@ -257,6 +257,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
 	}
+	// secret_store's value is masked in the call's record, which is written before the tool runs.
+	if err := reg.MarkSecretArgs("secret_store", "value"); err != nil {
+		return err
+	}
 	web := search.FromEnv(cfg.Getenv)
 	if err := web.Register(reg); err != nil {
 		return err
@@ -269,6 +273,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		State:   policy,
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
 		Log:     log,
+	}
+	if _, err := svc.RecoverCalls(ctx); err != nil {
+		return err
 	}
 	// The scheduler fires due schedules until serve returns; serve waits for it before closing the database.
 	schedCtx, stopSched := context.WithCancel(ctx)

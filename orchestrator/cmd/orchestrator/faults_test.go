@@ -338,3 +338,175 @@ func TestRestartAfterKill(t *testing.T) {
 		first = next
 	}
 }
+
+// callOpts is one POST of a call: the client's timeout (0: none) and call id.
+type callOpts struct {
+	timeout time.Duration
+	callID  string
+}
+
+// postCall sends one call of tool wait and returns the status and body (err when the client gave up).
+func postCall(base, runID string, ms int, o callOpts) (int, map[string]any, error) {
+	body := map[string]any{"name": "wait", "arguments": map[string]any{"ms": ms}}
+	if o.callID != "" {
+		body["call_id"] = o.callID
+	}
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", base+"/api/runs/"+runID+"/calls", strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: o.timeout}).Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, nil
+}
+
+// storedCalls lists every call of the run.
+func storedCalls(t testing.TB, base, runID string) []map[string]any {
+	t.Helper()
+	st, out := request(t, "GET", base+"/api/runs/"+runID+"/calls?limit=500", nil)
+	if st != 200 {
+		t.Fatalf("list calls: %d %v", st, out)
+	}
+	var calls []map[string]any
+	for _, c := range out["calls"].([]any) {
+		calls = append(calls, c.(map[string]any))
+	}
+	return calls
+}
+
+// checkCounter checks the run's counter equals its stored calls, whose seqs are 1..n.
+func checkCounter(t testing.TB, base, runID string) []map[string]any {
+	t.Helper()
+	calls := storedCalls(t, base, runID)
+	_, run := request(t, "GET", base+"/api/runs/"+runID, nil)
+	if used := int(run["tool_calls_used"].(float64)); used != len(calls) {
+		t.Errorf("run %s: counter %d, %d stored calls", runID, used, len(calls))
+	}
+	for i, c := range calls {
+		if int(c["seq"].(float64)) != i+1 {
+			t.Errorf("run %s: call %d has seq %v: seqs are not contiguous", runID, i, c["seq"])
+		}
+	}
+	return calls
+}
+
+// TestCallsAcrossFaults, through the real binary: five parallel 1-second calls of one run take about
+// a second; a client that hangs up does not cancel its call, and a retry under its call_id gets the
+// result without running it again (during the call: it waits; after: at once), while another body
+// under that id is a 409; the budget is exact under 12 concurrent calls; a kill -9 mid-call leaves
+// the call marked interrupted at the next start, and no effect happened without its row.
+func TestCallsAcrossFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts orchestrator processes")
+	}
+	dataDir := faultRoot(t)
+	effects := t.TempDir()
+	c := startChild(t, dataDir, "GUILDS_TEST_EFFECTS="+effects)
+	runID := setupRun(t, c.base, 100)
+
+	// Parallel calls of one run.
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if st, out, err := postCall(c.base, runID, 1000, callOpts{}); err != nil || st != 200 {
+				t.Errorf("parallel call: %d %v %v", st, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	if took := time.Since(began); took > 1800*time.Millisecond {
+		t.Errorf("five parallel 1 s calls of one run took %s", took)
+	}
+
+	// A client that hangs up; its retry during the call waits for it, the one after answers at once.
+	if _, _, err := postCall(c.base, runID, 1500, callOpts{timeout: 300 * time.Millisecond, callID: "toolu_A"}); err == nil {
+		t.Fatal("the client did not give up")
+	}
+	st, during, _ := postCall(c.base, runID, 1500, callOpts{callID: "toolu_A"})
+	if st != 200 || during["replayed"] != true || !strings.Contains(fmt.Sprint(during["result"]), "waited 1500 ms") {
+		t.Fatalf("retry during the call: %d %v", st, during)
+	}
+	quick := time.Now()
+	st, after, _ := postCall(c.base, runID, 1500, callOpts{callID: "toolu_A"})
+	if st != 200 || after["seq"] != during["seq"] || after["replayed"] != true || time.Since(quick) > 500*time.Millisecond {
+		t.Fatalf("retry after the call: %d %v (%s)", st, after, time.Since(quick))
+	}
+	if st, out, _ := postCall(c.base, runID, 1, callOpts{callID: "toolu_A"}); st != 409 || !strings.Contains(fmt.Sprint(out), "different call") {
+		t.Fatalf("another body under the same call_id: %d %v", st, out)
+	}
+	calls := checkCounter(t, c.base, runID)
+	if len(calls) != 6 {
+		t.Fatalf("%d calls stored, want 6 (the retries ran nothing)", len(calls))
+	}
+
+	// The budget under concurrency.
+	small := setupRun(t, c.base, 5)
+	var okN, refused atomic.Int64
+	for range 12 {
+		wg.Go(func() {
+			st, out, err := postCall(c.base, small, 200, callOpts{})
+			switch {
+			case err == nil && st == 200:
+				okN.Add(1)
+			case err == nil && st == 409 && strings.Contains(fmt.Sprint(out), "tool_call_budget"):
+				refused.Add(1)
+			default:
+				t.Errorf("call on a small budget: %d %v %v", st, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	if okN.Load() != 5 || refused.Load() != 7 {
+		t.Errorf("budget 5 under 12 concurrent calls: %d ran, %d refused", okN.Load(), refused.Load())
+	}
+	checkCounter(t, c.base, small)
+
+	// A crash mid-call.
+	inFlight := make(chan struct{})
+	go func() {
+		defer close(inFlight)
+		_, _, _ = postCall(c.base, runID, 30000, callOpts{callID: "toolu_crash"})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if entries, _ := os.ReadDir(effects); len(entries) == 12 { // 6 + 5 of the small run + this one
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the long call never started: %d effects", len(entries))
+		}
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.done
+	<-inFlight
+	c = startChild(t, dataDir, "GUILDS_TEST_EFFECTS="+effects)
+	calls = checkCounter(t, c.base, runID)
+	last := calls[len(calls)-1]
+	if last["status"] != "interrupted" || last["client_call_id"] != "toolu_crash" || !strings.Contains(fmt.Sprint(last["result"]), "the orchestrator stopped while this call ran") {
+		t.Fatalf("the call cut by the crash: %v", last)
+	}
+	st, retried, _ := postCall(c.base, runID, 30000, callOpts{callID: "toolu_crash"})
+	if st != 200 || retried["status"] != "interrupted" || retried["replayed"] != true {
+		t.Fatalf("retry of the interrupted call: %d %v", st, retried)
+	}
+	// No effect without its row.
+	rows := map[string]bool{}
+	for _, id := range []string{runID, small} {
+		for _, c := range storedCalls(t, c.base, id) {
+			rows[c["call_id"].(string)] = true
+		}
+	}
+	entries, _ := os.ReadDir(effects)
+	for _, e := range entries {
+		if !rows[e.Name()] {
+			t.Errorf("call %s had its effect with no stored call", e.Name())
+		}
+	}
+	if len(entries) != len(rows) {
+		t.Errorf("%d effects, %d stored calls", len(entries), len(rows))
+	}
+}
