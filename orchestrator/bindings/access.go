@@ -48,6 +48,8 @@ type ServerAccess struct {
 	OAuthSetupState  string       `json:"oauth_setup_state"`    // not_applicable, dynamic, configured or unsupported
 	Note             string       `json:"note,omitempty"`
 	Tools            []ToolAccess `json:"tools"`
+	// GitHubRepositories are the repositories the GitHub login in effect picked (absent without a selection).
+	GitHubRepositories []orchestrator.GitHubRepo `json:"github_repositories,omitempty"`
 }
 
 // ToolAccess is one listed (or, without a login, published) tool of a server.
@@ -105,6 +107,14 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 	for _, srv := range servers {
 		sa := serverAccess(ix, res, srv)
 		sa.OAuthSetupState = s.SetupState(srv)
+		if srv.Kind == orchestrator.ServerGitHub {
+			if s.GitHub != nil {
+				sa.OAuthSetupState = s.GitHub.SetupState()
+			}
+			if err := s.githubAccess(ctx, res, &sa); err != nil {
+				return Access{}, err
+			}
+		}
 		out.Servers = append(out.Servers, sa)
 	}
 	return out, nil

@@ -27,6 +27,7 @@ type Service struct {
 	Verifiers map[string]Verifier      // per server slug; a server without one uses its local adapter (Remote.Local), Remote (remote servers) or Unverified
 	Remote    *Remote                  // the MCP client's logins; nil: remote servers are not asked anything
 	Policy    *Policy                  // the offer rules, for the access views
+	GitHub    GitHubApp                // the box's GitHub App; nil: GitHub is not offered
 	Getenv    func(string) string      // the box's configuration, for oauth_setup_state; nil: nothing set
 	Now       func() time.Time
 	Log       *slog.Logger
