@@ -493,7 +493,7 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	}
 	o := s.Remote.OAuth
 	if q.State == "" || len(q.State) > 512 {
-		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "the callback carries no state, so it belongs to no login; start again with Connect")
+		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "the callback carries no state, so it belongs to no login; nothing was changed. Start again with Connect")
 	}
 	hash := stateHash(q.State)
 	p, err := o.Store.TakeOAuthState(ctx, hash)

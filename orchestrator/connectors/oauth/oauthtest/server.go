@@ -35,13 +35,15 @@ type Server struct {
 	counts        map[string]int
 	lastAuthorize url.Values
 	lastToken     url.Values
+	issued        []string // every code, token and verifier seen
 
-	TokenTTL    time.Duration     // access token life; default an hour
-	Deny        bool              // authorize redirects with error=access_denied
-	TokenStatus int               // when set, the token endpoint answers this status (a 5xx outage)
-	Extra       map[string]any    // extra fields of every token answer (email_domain, ...)
-	Scopes      []string          // scopes_supported of the resource; default read, write
-	Hook        func(path string) // called on every request with its path, before it is served
+	TokenTTL    time.Duration        // access token life; default an hour
+	Deny        bool                 // authorize redirects with error=access_denied
+	TokenStatus int                  // when set, the token endpoint answers this status (a 5xx outage)
+	Extra       map[string]any       // extra fields of every token answer (email_domain, ...)
+	Scopes      []string             // scopes_supported of the resource; default read, write
+	Hook        func(path string)    // called on every request with its path, before it is served
+	Answer      func(map[string]any) // rewrites each token answer before it is sent (a broken server)
 	Now         func() time.Time
 	NoChallenge bool // the resource's 401 names no resource_metadata
 }
@@ -139,21 +141,12 @@ func (s *Server) Set(f func(s *Server)) {
 	f(s)
 }
 
-// Tokens returns the live access and refresh tokens, for asserting where they never appear.
+// Tokens returns every code, access token, refresh token and PKCE verifier the server issued or
+// received, for asserting where they never appear.
 func (s *Server) Tokens() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	for t := range s.access {
-		out = append(out, t)
-	}
-	for t := range s.refresh {
-		out = append(out, t)
-	}
-	for t := range s.used {
-		out = append(out, t)
-	}
-	return out
+	return append([]string(nil), s.issued...)
 }
 
 func (s *Server) now() time.Time {
@@ -266,6 +259,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		c := random("code-")
 		s.codes[c] = code{client: q.Get("client_id"), redirect: redirect, challenge: q.Get("code_challenge"), resource: q.Get("resource")}
 		out.Set("code", c)
+		s.issued = append(s.issued, c)
 	}
 	back.RawQuery = out.Encode()
 	http.Redirect(w, r, back.String(), http.StatusFound)
@@ -301,6 +295,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	var grant string
 	switch f.Get("grant_type") {
 	case "authorization_code":
+		if v := f.Get("code_verifier"); v != "" {
+			s.issued = append(s.issued, v)
+		}
 		c, ok := s.codes[f.Get("code")]
 		delete(s.codes, f.Get("code"))
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
@@ -345,9 +342,13 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	access, refresh := random("at-"), random("rt-")
 	s.access[access] = grantToken{grant: grant, expires: s.now().Add(ttl)}
 	s.refresh[refresh] = grant
+	s.issued = append(s.issued, access, refresh)
 	out := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(ttl / time.Second), "refresh_token": refresh}
 	for k, v := range s.Extra {
 		out[k] = v
+	}
+	if s.Answer != nil {
+		s.Answer(out)
 	}
 	writeJSON(w, 200, out)
 }
