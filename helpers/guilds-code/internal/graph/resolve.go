@@ -17,6 +17,8 @@ type index struct {
 	suffixes  map[string][]int32            // memo: module file suffix → files
 	goAliases map[*File]map[string][]string // memo: a Go file's import names → folders
 	pkgNames  map[string]string             // memo: folder → Go package name
+	imports   map[string][]string           // memo: Go import path → folders
+	modules   map[string][2]string          // memo: folder → the folder and module path of its go.mod
 }
 
 // Sym returns the symbol an id names.
@@ -143,10 +145,21 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 	}
 	topLevel := func(id SymID) bool { return g.Sym(id).Container == "" }
 	if r.Recv == "" {
-		return filter(cands, func(id SymID) bool {
+		out := filter(cands, func(id SymID) bool {
 			o := g.Files[id.F]
 			return topLevel(id) && o.Lang == "go" && path.Dir(o.Path) == dir && o.Pkg == f.Pkg
-		}), false
+		})
+		if len(out) == 0 {
+			// A dot import brings another package's names into the file's scope.
+			for _, im := range f.Imps() {
+				if im.Alias == "." {
+					for _, d := range g.goImportDirs(im.Path) {
+						out = append(out, filter(cands, func(id SymID) bool { return topLevel(id) && inPkg(d, g.goPkgName(d))(id) })...)
+					}
+				}
+			}
+		}
+		return out, false
 	}
 	recv := r.Recv
 	if isIdent(recv) {
@@ -157,43 +170,235 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 			}
 			return out, false
 		}
-		if typ := g.goLocalType(f, r.From, recv); typ != "" {
-			tdir, tname := dir, typ
-			ok := true
-			if i := strings.IndexByte(typ, '.'); i > 0 {
-				var dirs []string
-				dirs, ok = g.goImport(f, typ[:i])
-				tname = typ[i+1:]
-				if ok && len(dirs) > 0 {
-					tdir = dirs[0]
-				}
-			}
-			if ok {
-				if out := filter(cands, func(id SymID) bool {
-					return g.Sym(id).Container == tname && path.Dir(g.Files[id.F].Path) == tdir
-				}); len(out) > 0 {
-					return out, false
-				}
-			}
-		}
 	}
-	if a, b, ok := strings.Cut(recv, "."); ok && isIdent(a) && isIdent(b) {
-		// A field of a typed local: s.cache.Close() with s *Store and Store's field cache *Cache.
-		if typ := g.goLocalType(f, r.From, a); typ != "" && !strings.Contains(typ, ".") {
-			if ft := g.goFieldType(dir, typ, b); ft != "" && !strings.Contains(ft, ".") {
-				if out := filter(cands, func(id SymID) bool {
-					return g.Sym(id).Container == ft && path.Dir(g.Files[id.F].Path) == dir
-				}); len(out) > 0 {
-					return out, false
-				}
-			}
+	// A receiver whose type the syntax gives calls that type's method, or, for a type from outside
+	// the repository, nothing in the graph.
+	if t, ok := g.goExprType(f, r.From, recv, 0); ok {
+		if t.dir == "" {
+			return nil, false
+		}
+		if out := filter(cands, func(id SymID) bool {
+			return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
+		}); len(out) > 0 {
+			return out, false
 		}
 	}
 	return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
 }
 
-// goFieldType is the declared type of field name of struct typ in folder dir.
-func (g *Graph) goFieldType(dir, typ, name string) string {
+// goType is a Go type named in the syntax: the folder of the package that declares it ("" for a
+// type from outside the repository or a predeclared one) and its name.
+type goType struct{ dir, name string }
+
+// goExprType is the type of a receiver expression as the syntax gives it: a typed local, a field
+// of one, a call's declared result, a conversion. ok is false when the syntax does not say.
+func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType, bool) {
+	if depth > 4 || expr == "" {
+		return goType{}, false
+	}
+	expr = strings.TrimSpace(expr)
+	if strings.HasSuffix(expr, ")") {
+		// A call: f(...), pkg.F(...), x.M(...), T(...).
+		open := matchingParen(expr)
+		if open <= 0 {
+			return goType{}, false
+		}
+		return g.goCallType(f, from, expr[:open], depth)
+	}
+	if isIdent(expr) {
+		if typ := g.goLocalType(f, from, expr); typ != "" {
+			if strings.HasSuffix(typ, "()") {
+				return g.goCallType(f, from, strings.TrimSuffix(typ, "()"), depth+1)
+			}
+			return g.goTypeNamed(f, typ)
+		}
+		return goType{}, false
+	}
+	a, b, ok := strings.Cut(expr, ".")
+	if !ok || !isIdent(b) {
+		return goType{}, false
+	}
+	// A field: s.cache with s *Store and Store's field cache *Cache.
+	t, ok := g.goExprType(f, from, a, depth+1)
+	if !ok || t.dir == "" {
+		return goType{}, false
+	}
+	if sf, ft := g.goFieldType(t.dir, t.name, b); ft != "" {
+		return g.goTypeNamed(sf, ft)
+	}
+	return goType{}, false
+}
+
+// goCallType is the type a call of callee returns: a function's or method's first declared result,
+// or the type itself for a conversion.
+func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goType, bool) {
+	dir := path.Dir(f.Path)
+	var decl []SymID // the definitions callee may name
+	name := callee
+	if q, n, ok := strings.Cut(callee, "."); ok && !strings.Contains(n, ".") {
+		name = n
+		if dirs, ok := g.goImport(f, q); ok {
+			if len(dirs) == 0 {
+				return goType{}, true // a call into a package outside the repository
+			}
+			decl = filter(g.Named(n), func(id SymID) bool { return g.Sym(id).Container == "" && path.Dir(g.Files[id.F].Path) == dirs[0] })
+		} else if t, ok := g.goExprType(f, from, q, depth+1); ok {
+			if t.dir == "" {
+				return goType{}, true
+			}
+			decl = filter(g.Named(n), func(id SymID) bool {
+				return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
+			})
+		} else {
+			return goType{}, false
+		}
+	} else if isIdent(callee) {
+		decl = filter(g.Named(callee), func(id SymID) bool {
+			o := g.Files[id.F]
+			return g.Sym(id).Container == "" && o.Lang == "go" && path.Dir(o.Path) == dir
+		})
+		if len(decl) == 0 && goPredeclared[callee] {
+			return goType{}, true
+		}
+	} else {
+		return goType{}, false
+	}
+	if len(decl) != 1 {
+		return goType{}, false
+	}
+	s, df := g.Sym(decl[0]), g.Files[decl[0].F]
+	if s.Kind.TypeLike() {
+		return goType{dir: path.Dir(df.Path), name: name}, true
+	}
+	if res := goFirstResult(s.Sig); res != "" {
+		return g.goTypeNamed(df, res)
+	}
+	return goType{}, false
+}
+
+// goTypeNamed resolves a type as written in file f (T, *T, pkg.T, T[X]).
+func (g *Graph) goTypeNamed(f *File, typ string) (goType, bool) {
+	typ = strings.TrimPrefix(strings.TrimSpace(typ), "*")
+	if i := strings.IndexByte(typ, '['); i > 0 {
+		typ = typ[:i]
+	}
+	if q, n, ok := strings.Cut(typ, "."); ok {
+		dirs, ok := g.goImport(f, q)
+		if !ok {
+			return goType{}, false
+		}
+		if len(dirs) == 0 {
+			return goType{name: n}, true
+		}
+		return goType{dir: dirs[0], name: n}, true
+	}
+	if !isIdent(typ) {
+		return goType{}, false
+	}
+	dir := path.Dir(f.Path)
+	for _, id := range g.Named(typ) {
+		if s := g.Sym(id); s.Kind.TypeLike() && s.Container == "" && path.Dir(g.Files[id.F].Path) == dir {
+			return goType{dir: dir, name: typ}, true
+		}
+	}
+	if goPredeclared[typ] {
+		return goType{name: typ}, true
+	}
+	return goType{}, false
+}
+
+// goPredeclared are Go's predeclared types and the builtins that return one.
+var goPredeclared = map[string]bool{"bool": true, "byte": true, "complex64": true, "complex128": true, "error": true,
+	"float32": true, "float64": true, "int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true,
+	"string": true, "uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true, "any": true,
+	"len": true, "cap": true, "append": true, "make": true, "complex": true, "real": true, "imag": true, "min": true, "max": true}
+
+// goFirstResult is the first result type of a function signature ("func (r T) F(a int) (*X, error)" → "*X").
+func goFirstResult(sig string) string {
+	rest := strings.TrimPrefix(sig, "func")
+	rest = strings.TrimSpace(rest)
+	if strings.HasPrefix(rest, "(") { // the receiver
+		i := matchingClose(rest)
+		if i < 0 {
+			return ""
+		}
+		rest = strings.TrimSpace(rest[i+1:])
+	}
+	i := strings.IndexByte(rest, '(')
+	if i < 0 {
+		return ""
+	}
+	if j := strings.IndexByte(rest[:i], '['); j >= 0 { // type parameters
+		k := strings.IndexByte(rest, ']')
+		if k < 0 {
+			return ""
+		}
+		i = strings.IndexByte(rest[k:], '(')
+		if i < 0 {
+			return ""
+		}
+		i += k
+	}
+	end := matchingClose(rest[i:])
+	if end < 0 {
+		return ""
+	}
+	res := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest[i+end+1:]), "{"))
+	if strings.HasPrefix(res, "(") {
+		res = strings.TrimPrefix(res, "(")
+		if k := strings.IndexAny(res, ",)"); k >= 0 {
+			res = res[:k]
+		}
+		if fs := strings.Fields(res); len(fs) == 2 { // a named result
+			res = fs[1]
+		}
+	}
+	res = strings.TrimSpace(res)
+	if strings.ContainsAny(res, " ({") {
+		return ""
+	}
+	return res
+}
+
+// matchingClose is the index of the bracket closing the one s starts with, or -1.
+func matchingClose(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// matchingParen is the index of the "(" that the ")" ending s closes, or -1.
+func matchingParen(s string) int {
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')', ']', '}':
+			depth++
+		case '(', '[', '{':
+			depth--
+			if depth == 0 {
+				if s[i] != '(' {
+					return -1
+				}
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// goFieldType is the declared type of field name of struct typ in folder dir, and the file declaring it.
+func (g *Graph) goFieldType(dir, typ, name string) (*File, string) {
 	for _, id := range g.Named(typ) {
 		f := g.Files[id.F]
 		s := g.Sym(id)
@@ -202,15 +407,11 @@ func (g *Graph) goFieldType(dir, typ, name string) string {
 		}
 		for _, l := range s.Locals {
 			if l.Name == name {
-				t := strings.TrimPrefix(l.Type, "*")
-				if i := strings.IndexByte(t, '['); i > 0 {
-					t = t[:i]
-				}
-				return t
+				return f, l.Type
 			}
 		}
 	}
-	return ""
+	return nil, ""
 }
 
 // goLocalType is the type the syntax gives to identifier name inside symbol from (receiver, parameters, literals).
@@ -276,8 +477,16 @@ func goDefaultName(p string) string {
 	return strings.ReplaceAll(base, "-", "_")
 }
 
+// goImportDirs maps a Go import path to the repository folder holding that package: the root
+// module's path, a folder named like the path, or the folder whose module (the go.mod above it,
+// nested modules included) and place give that path. An import path naming a folder by its last
+// segments only, with no go.mod above it, maps when it names at least two of them.
 func (g *Graph) goImportDirs(imp string) []string {
 	ix := g.index()
+	if dirs, ok := ix.imports[imp]; ok {
+		return dirs
+	}
+	var out []string
 	var d string
 	switch {
 	case ix.module != "" && imp == ix.module:
@@ -288,9 +497,67 @@ func (g *Graph) goImportDirs(imp string) []string {
 		d = imp
 	}
 	if _, ok := ix.dirs[d]; ok {
-		return []string{d}
+		out = []string{d}
+	} else {
+		segs := strings.Split(imp, "/")
+		for k := 1; k < len(segs) && out == nil; k++ {
+			cand := strings.Join(segs[k:], "/")
+			if _, ok := ix.dirs[cand]; !ok {
+				continue
+			}
+			modDir, mod := g.goModuleOf(cand)
+			switch {
+			case mod != "":
+				want := mod
+				if cand != modDir {
+					rel := cand
+					if modDir != "." {
+						rel = strings.TrimPrefix(cand, modDir+"/")
+					}
+					want = mod + "/" + rel
+				}
+				if want == imp {
+					out = []string{cand}
+				}
+			case len(segs)-k >= 2:
+				out = []string{cand}
+			}
+		}
 	}
-	return nil
+	if ix.imports == nil {
+		ix.imports = map[string][]string{}
+	}
+	ix.imports[imp] = out
+	return out
+}
+
+// goModuleOf finds the go.mod nearest above folder dir (dir itself included): its folder and module
+// path, or "" when there is none up to the repository root.
+func (g *Graph) goModuleOf(dir string) (string, string) {
+	ix := g.index()
+	if ix.modules == nil {
+		ix.modules = map[string][2]string{}
+	}
+	for d := dir; ; d = path.Dir(d) {
+		if m, ok := ix.modules[d]; ok {
+			return m[0], m[1]
+		}
+		if b, err := os.ReadFile(filepath.Join(g.Root, filepath.FromSlash(d), "go.mod")); err == nil {
+			mod := ""
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+					mod = strings.Trim(f[1], `"`)
+					break
+				}
+			}
+			ix.modules[d] = [2]string{d, mod}
+			return d, mod
+		}
+		if d == "." || d == "/" || d == "" {
+			ix.modules[dir] = [2]string{}
+			return "", ""
+		}
+	}
 }
 
 // goPkgName is the package declared by a folder's non-test files.
@@ -505,7 +772,8 @@ func isIdent(s string) bool {
 	return true
 }
 
-// CountRefs fills every symbol's Refs with the call sites and references that resolve to it.
+// CountRefs fills every symbol's Refs with the call sites and references the syntax resolves to it;
+// a match by name only among several candidates counts for none of them.
 func (g *Graph) CountRefs() {
 	for _, f := range g.Files {
 		for i := range f.Syms() {
@@ -515,7 +783,10 @@ func (g *Graph) CountRefs() {
 	g.idx = nil
 	for fi, f := range g.Files {
 		for ri := range f.LoadRefs() {
-			ids, _ := g.Resolve(int32(fi), &f.Refs[ri])
+			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
+			if byName {
+				continue
+			}
 			for _, id := range ids {
 				g.Sym(id).Refs++
 			}
@@ -528,7 +799,15 @@ type Edge struct {
 	File   int32 // file holding the call site
 	Ref    int32 // index of the call site in that file
 	Target SymID // what it refers to
-	ByName bool  // matched by name among several candidates
+	ByName int   // 0 when resolved by the syntax; else matched by name only, among this many candidates
+}
+
+// byNameCount is an edge's ByName: how many candidates a match by name chose among, 0 for none.
+func byNameCount(byName bool, ids []SymID) int {
+	if byName {
+		return len(ids)
+	}
+	return 0
 }
 
 // CallersOf lists every call site that resolves to the target.
@@ -546,7 +825,7 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
 			for _, id := range ids {
 				if id == t {
-					out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t, ByName: byName})
+					out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t, ByName: byNameCount(byName, ids)})
 					break
 				}
 			}
@@ -570,7 +849,7 @@ func (g *Graph) CallsFrom(s SymID) []Edge {
 			continue
 		}
 		for _, id := range ids {
-			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: id, ByName: byName})
+			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: id, ByName: byNameCount(byName, ids)})
 		}
 	}
 	return out

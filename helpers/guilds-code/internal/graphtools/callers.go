@@ -84,7 +84,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 		header += fmt.Sprintf("note: the graph has no call edges for %s, so this list cannot be complete\n", tf.Lang)
 	}
 	if w.byName > 0 {
-		header += fmt.Sprintf("note: %d edges are matched by name only (marked ~): the syntax does not say which definition is meant\n", w.byName)
+		header += fmt.Sprintf("note: %d edges are matched by name only (marked ~, with how many definitions share the name): the syntax does not say which is meant\n", w.byName)
 	}
 	if len(w.lines) == 0 {
 		if dir == "in" {
@@ -116,6 +116,14 @@ func (w *callWriter) from(fi int32, ref *graph.Ref) (string, graph.SymID) {
 	return f.Syms()[ref.From].Qualified(), graph.SymID{F: fi, S: ref.From}
 }
 
+// byNameMark is the mark before an edge matched by name only and the label after it, saying among how many candidates.
+func byNameMark(e graph.Edge) (string, string) {
+	if e.ByName == 0 {
+		return "", ""
+	}
+	return "~ ", fmt.Sprintf("  (by name, %d candidates)", e.ByName)
+}
+
 func (w *callWriter) in(t graph.SymID, d, maxDepth int) {
 	edges := w.g.CallersOf(t)
 	indent := strings.Repeat("  ", d)
@@ -126,15 +134,14 @@ func (w *callWriter) in(t graph.SymID, d, maxDepth int) {
 		f := w.g.Files[e.File]
 		ref := &f.LoadRefs()[e.Ref]
 		caller, cid := w.from(e.File, ref)
-		mark := ""
-		if e.ByName {
-			mark = "~ "
+		mark, label := byNameMark(e)
+		if e.ByName > 0 {
 			w.byName++
 		}
 		if d == 1 {
 			w.hits++
 		}
-		w.lines = append(w.lines, fmt.Sprintf("%s%s%s:%d  %s", indent, mark, w.r.rel(w.c, f.Path), ref.Line, caller))
+		w.lines = append(w.lines, fmt.Sprintf("%s%s%s:%d  %s%s", indent, mark, w.r.rel(w.c, f.Path), ref.Line, caller, label))
 		if d < maxDepth && cid.F >= 0 && !w.seen[cid] {
 			w.seen[cid] = true
 			w.in(cid, d+1, maxDepth)
@@ -164,12 +171,11 @@ func (w *callWriter) out(s graph.SymID, d, maxDepth int) {
 			continue
 		}
 		ts := w.g.Sym(e.Target)
-		mark := ""
-		if e.ByName {
-			mark = "~ "
+		mark, label := byNameMark(e)
+		if e.ByName > 0 {
 			w.byName++
 		}
-		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d", indent, mark, site, ts.Qualified(), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start))
+		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d%s", indent, mark, site, ts.Qualified(), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start, label))
 		if d < maxDepth && ts.Kind.Callable() && !w.seen[e.Target] {
 			w.seen[e.Target] = true
 			w.out(e.Target, d+1, maxDepth)

@@ -96,6 +96,12 @@ func repoFor(c *runs.Call, p string) (*repo, error) {
 		}
 		return r, nil
 	}
+	return repoDefault(c, base, "a path inside one (in or path)")
+}
+
+// repoDefault addresses the repository holding the working directory, else the only one; what says
+// which argument picks one when neither rule does.
+func repoDefault(c *runs.Call, base, what string) (*repo, error) {
 	if cwd, err := c.Resolve(c.Cwd()); err == nil {
 		if r, ok := repoHolding(c, base, cwd); ok {
 			r.scope = ""
@@ -109,7 +115,19 @@ func repoFor(c *runs.Call, p string) (*repo, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("there are no repositories: clone one into %s first", reposDir(c))
 	}
-	return nil, fmt.Errorf("the working directory is not inside a repository and there are several (%s); pass a path inside one (in or path)", strings.Join(names, ", "))
+	return nil, fmt.Errorf("the working directory is not inside a repository and there are several (%s); pass %s", strings.Join(names, ", "), what)
+}
+
+// repoOrDefault addresses the repository named (code_map's repo), else the default one.
+func repoOrDefault(c *runs.Call, name string) (*repo, error) {
+	if name != "" {
+		return repoNamed(c, name)
+	}
+	base, err := c.Resolve(reposDir(c))
+	if err != nil {
+		return nil, err
+	}
+	return repoDefault(c, base, "repo (the name of a folder under repos/)")
 }
 
 func repoHolding(c *runs.Call, base, abs string) (*repo, bool) {

@@ -36,13 +36,14 @@ func fit(c *runs.Call, header string, lines []string) string {
 	return text
 }
 
-// Map answers code_map: folder clusters with counts and their most referenced symbols, then the most referenced overall.
+// Map answers code_map: folder clusters (named inside the repository) with counts and their most
+// referenced symbols, then the most referenced overall; the repository defaults as repoDefault says.
 func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 	var args toolspec.CodeMapArgs
 	if err := c.DecodeArgs(&args); err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
-	r, err := repoNamed(c, args.Repo)
+	r, err := repoOrDefault(c, args.Repo)
 	if err != nil {
 		return envelope.Errorf(nil, "%v", err)
 	}
@@ -119,7 +120,8 @@ func Map(ctx context.Context, c *runs.Call) envelope.Reply {
 		for _, id := range cl.top[:min(len(cl.top), 4)] {
 			tops = append(tops, fmt.Sprintf("%s (%d)", g.Sym(id).Qualified(), g.Sym(id).Refs))
 		}
-		line := fmt.Sprintf("  %s/  %d files, %d symbols", r.rel(c, cl.dir), cl.files, cl.syms)
+		// Folder names are the repository's own, wherever the working directory is.
+		line := fmt.Sprintf("  %s/  %d files, %d symbols", cl.dir, cl.files, cl.syms)
 		if len(tops) > 0 {
 			line += ": " + strings.Join(tops, ", ")
 		}
@@ -261,7 +263,9 @@ var stopWords = map[string]bool{"the": true, "a": true, "an": true, "of": true, 
 	"or": true, "for": true, "where": true, "what": true, "how": true, "does": true, "do": true, "which": true, "who": true,
 	"it": true, "on": true, "by": true, "with": true, "that": true, "this": true, "be": true, "are": true, "from": true}
 
-// Find answers code_find: symbols and files ranked against a question, weighted by centrality.
+// Find answers code_find: symbols and files ranked against a question (words stemmed, identifiers
+// split, names before doc comments before paths, hits covering more of the question first),
+// weighted by centrality; each symbol says what it matched.
 func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	var args toolspec.CodeFindArgs
 	if err := c.DecodeArgs(&args); err != nil {
@@ -295,6 +299,11 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	type scored struct {
 		id    graph.SymID
 		score float64
+		why   evidence
+	}
+	qstems := make([]string, len(qwords))
+	for i, q := range qwords {
+		qstems[i] = q[:stemLen(q)]
 	}
 	var syms []scored
 	fileScore := map[int32]float64{}
@@ -304,36 +313,27 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 			continue
 		}
 		var pathHits float64
-		for _, q := range qwords {
-			if hasWord(f.Path, q) {
+		for _, q := range qstems {
+			if hasStem(f.Path, q) {
 				pathHits++
 			}
 		}
 		// Symbols are scored where they are stored, without decoding them: only the ones shown are.
 		f.EachSym(func(si int, name, container, doc string, refs uint32) {
-			var sc float64
-			for _, q := range qwords {
-				switch {
-				case hasWord(name, q):
-					sc += 3
-				case containsFold(name, q):
-					sc += 2
-				case hasWord(container, q):
-					sc += 1.5
-				}
-				if doc != "" && containsFold(doc, q) {
-					sc += 1
-				}
-			}
+			sc, why := matchScore(qwords, qstems, name, container, doc)
 			if strings.EqualFold(name, joined) {
 				sc += 4
+				why |= byExactName
 			}
 			if sc == 0 {
 				return
 			}
-			sc += 0.5 * pathHits
+			if pathHits > 0 {
+				sc += 0.5 * pathHits
+				why |= byPath
+			}
 			sc *= 1 + 0.3*math.Log2(1+float64(refs))
-			syms = append(syms, scored{graph.SymID{F: int32(fi), S: int32(si)}, sc})
+			syms = append(syms, scored{graph.SymID{F: int32(fi), S: int32(si)}, sc, why})
 			fileScore[int32(fi)] += sc / 4
 		})
 		if pathHits > 0 {
@@ -373,10 +373,11 @@ func Find(ctx context.Context, c *runs.Call) envelope.Reply {
 	for _, sc := range shown {
 		s := g.Sym(sc.id)
 		f := g.Files[sc.id.F]
-		line := fmt.Sprintf("%s:%d  %s", r.rel(c, f.Path), s.Start, s.Sig)
+		line := fmt.Sprintf("%s:%d  %s  (%s", r.rel(c, f.Path), s.Start, s.Sig, sc.why)
 		if s.Refs > 0 {
-			line += fmt.Sprintf("  (%d refs)", s.Refs)
+			line += fmt.Sprintf("; %d refs", s.Refs)
 		}
+		line += ")"
 		lines = append(lines, line)
 		if args.Source {
 			for _, src := range sourceLines(filepath.Join(r.root, filepath.FromSlash(f.Path)), s.Start, min(s.End, s.Start+7)) {

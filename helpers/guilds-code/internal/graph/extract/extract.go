@@ -403,7 +403,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 			case roleLocalName:
 				loc.name, loc.at = string(src[sb:eb]), sb
 			case roleLocalType:
-				loc.typ = strings.TrimPrefix(string(src[sb:eb]), "*")
+				loc.typ = localType(src[sb:eb])
 			}
 		}
 		switch {
@@ -574,12 +574,48 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		}
 		f.Refs = append(f.Refs, graph.Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
 	}
+	// By position, a stated type before a call's result where two patterns meet at one name.
+	slices.SortStableFunc(locals, func(a, b localHit) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		call := func(h localHit) int {
+			if strings.HasSuffix(h.typ, "()") {
+				return 1
+			}
+			return 0
+		}
+		return cmp.Compare(call(a), call(b))
+	})
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ})
 		}
 	}
 	return nil
+}
+
+// localType is the type a @local.type capture states: the type as written without a leading *, or
+// for a value made by a call the callee with "()" (NewT(), pkg.NewT(), x.Get(), a conversion
+// T()), and for new(T) the type T. Resolution finds the type of a call from its callee.
+func localType(b []byte) string {
+	t := strings.TrimPrefix(string(b), "*")
+	i := strings.IndexByte(t, '(')
+	if i <= 0 {
+		return t
+	}
+	callee := strings.TrimSpace(t[:i])
+	if callee == "new" {
+		arg := t[i+1:]
+		if j := strings.IndexAny(arg, ",)"); j >= 0 {
+			arg = arg[:j]
+		}
+		return strings.TrimPrefix(strings.TrimSpace(arg), "*")
+	}
+	if strings.ContainsAny(callee, " \t\n()[]{}") {
+		return "" // not a plain callee: its type is not stated
+	}
+	return callee + "()"
 }
 
 // plain reports whether b is already on one line with single spaces (oneLine would leave it as it is).

@@ -151,7 +151,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		ours, byName := map[site]bool{}, map[site]bool{}
 		for _, e := range g.CallersOf(id) {
 			st := site{g.Files[e.File].Path, int(g.Files[e.File].LoadRefs()[e.Ref].Line)}
-			if e.ByName {
+			if e.ByName > 0 {
 				byName[st] = true
 			} else {
 				ours[st] = true

@@ -1,0 +1,4 @@
+package util
+
+// Trim cuts spaces.
+func Trim(s string) string { return s }
