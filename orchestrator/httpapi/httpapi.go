@@ -39,6 +39,7 @@ type Server struct {
 	Artifacts  ArtifactStore       // collections, records, notes and memory
 	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat
 	Secrets    SecretKeeper        // agent secrets (values never returned)
+	GitHub     GitHubService       // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
 	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
 	Getenv     func(string) string // the configuration, for the integrations view
 	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
@@ -115,7 +116,8 @@ func New(s *Server) *fiber.App {
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
-	app.Get(oauthCallbackPath, s.oauthCallback) // before /api's bearer check: the operator's browser carries no token
+	app.Get(oauthCallbackPath, s.githubCallback) // the GitHub App's callbacks; any other goes on to the OAuth logins'
+	app.Get(oauthCallbackPath, s.oauthCallback)  // before /api's bearer check: the operator's browser carries no token
 
 	api := app.Group("/api", s.auth, s.available)
 	api.Get("/openapi.json", func(c *fiber.Ctx) error {
@@ -139,6 +141,7 @@ func New(s *Server) *fiber.App {
 	api.Post("/runs/:id/calls", s.call)
 	api.Get("/runs/:id/calls", s.listCalls)
 	s.catalogRoutes(api)
+	s.githubRoutes(api)
 	s.artifactRoutes(api)
 	s.platformRoutes(api)
 	return app

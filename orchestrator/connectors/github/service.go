@@ -149,16 +149,17 @@ type CallbackInput = orchestrator.GitHubCallback
 // CallbackResult is what the browser gets from the callback.
 type CallbackResult = orchestrator.GitHubCallbackResult
 
-// Handles reports whether a callback is the GitHub App's: its state (or the cookie's) is a GitHub state.
+// Handles reports whether a callback is the GitHub App's: its state (or, without one, the cookie's) is a GitHub state.
 func (s *Service) Handles(ctx context.Context, in CallbackInput) bool {
-	for _, st := range []string{in.State, in.Cookie} {
-		if st != "" {
-			if _, err := s.Store.GitHubState(ctx, hashState(st), s.now()); err == nil {
-				return true
-			}
-		}
+	st := in.State
+	if st == "" {
+		st = in.Cookie // GitHub dropped the state after the authorize hop
 	}
-	return false
+	if st == "" || len(st) > 512 {
+		return false
+	}
+	_, err := s.Store.GitHubState(ctx, hashState(st), s.now())
+	return err == nil
 }
 
 // refuse deletes a new pending connection and returns the error the browser sees.
