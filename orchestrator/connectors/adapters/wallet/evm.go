@@ -498,19 +498,12 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	}
 	var hash common.Hash
 	var nonce uint64
-	err = currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *uint64) (*uint64, error) {
-		var s string
-		if err := e.rpc.call(ctx, "eth_getTransactionCount", []any{e.from.Hex(), "pending"}, &s); err != nil {
+	err = currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *NonceState) (*NonceState, error) {
+		n, err := e.nextNonce(ctx, stored)
+		if err != nil {
 			return nil, err
 		}
-		p, err := quantity(s)
-		if err != nil || !p.IsUint64() {
-			return nil, &adapters.Error{Kind: adapters.KindMalformed, Provider: e.rpc.http.Provider, Msg: "answered eth_getTransactionCount with something that is not a nonce"}
-		}
-		nonce = p.Uint64()
-		if stored != nil && *stored > nonce {
-			nonce = *stored
-		}
+		nonce = n
 		var tx *types.Transaction
 		to := in.to
 		if f.legacy {
@@ -537,8 +530,7 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 			return nil, &adapters.Error{Kind: adapters.KindDown, Provider: e.rpc.http.Provider,
 				Msg: "did not confirm the broadcast, so the transaction " + hash.Hex() + " may or may not be sent; look it up at " + e.chain.txURL(hash.Hex()) + " before sending again"}
 		}
-		next := nonce + 1
-		return &next, nil
+		return &NonceState{Next: nonce + 1, Hash: hash.Hex()}, nil
 	})
 	if err != nil {
 		return "", err
@@ -552,6 +544,34 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	}
 	add("status", status)
 	return t.String(), nil
+}
+
+// nextNonce is the node's pending count, or the stored next nonce when it is ahead and the node
+// knows the stored last transaction (a node behind another replica's broadcast); a stored
+// transaction the node does not know was dropped, and its nonce is free again.
+func (e *evm) nextNonce(ctx context.Context, stored *NonceState) (uint64, error) {
+	var s string
+	if err := e.rpc.call(ctx, "eth_getTransactionCount", []any{e.from.Hex(), "pending"}, &s); err != nil {
+		return 0, err
+	}
+	p, err := quantity(s)
+	if err != nil || !p.IsUint64() {
+		return 0, &adapters.Error{Kind: adapters.KindMalformed, Provider: e.rpc.http.Provider, Msg: "answered eth_getTransactionCount with something that is not a nonce"}
+	}
+	n := p.Uint64()
+	if stored == nil || stored.Next <= n {
+		return n, nil
+	}
+	var tx *struct {
+		Hash string `json:"hash"`
+	}
+	if err := e.rpc.call(ctx, "eth_getTransactionByHash", []any{stored.Hash}, &tx); err != nil {
+		return 0, err
+	}
+	if tx == nil {
+		return n, nil
+	}
+	return stored.Next, nil
 }
 
 // receipt waits up to ReceiptWait for the transaction's receipt: success, reverted or pending.

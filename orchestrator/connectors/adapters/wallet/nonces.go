@@ -9,10 +9,17 @@ import (
 // Nonces hands out an address's nonces on a chain one at a time, across every replica that
 // shares the store (cmd wires a PostgreSQL row lock; the default is this process's own lock).
 type Nonces interface {
-	// Use holds the (chain, address) lock while fn runs. fn gets the next nonce the store knows
-	// (nil when none) and returns the next nonce to store (nil leaves it); it is stored even when
-	// fn also returns an error, so a broadcast transaction's nonce is never handed out again.
-	Use(ctx context.Context, chainID uint64, address string, fn func(stored *uint64) (*uint64, error)) error
+	// Use holds the (chain, address) lock while fn runs. fn gets what the store knows (nil when
+	// nothing) and returns what to store (nil leaves it); it is stored even when fn also returns
+	// an error, so a broadcast transaction's nonce is never handed out again.
+	Use(ctx context.Context, chainID uint64, address string, fn func(stored *NonceState) (*NonceState, error)) error
+}
+
+// NonceState is the last broadcast of an address on a chain: the nonce after it and its hash
+// (which tells a transaction the node dropped from one it has not yet seen).
+type NonceState struct {
+	Next uint64
+	Hash string
 }
 
 var (
@@ -38,15 +45,15 @@ func currentNonces() Nonces {
 type memNonces struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
-	next  map[string]uint64
+	next  map[string]NonceState
 }
 
 // Use holds the process's lock of (chain, address) while fn runs.
-func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn func(*uint64) (*uint64, error)) error {
+func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn func(*NonceState) (*NonceState, error)) error {
 	key := strconv.FormatUint(chainID, 10) + "/" + address
 	m.mu.Lock()
 	if m.locks == nil {
-		m.locks, m.next = map[string]*sync.Mutex{}, map[string]uint64{}
+		m.locks, m.next = map[string]*sync.Mutex{}, map[string]NonceState{}
 	}
 	l := m.locks[key]
 	if l == nil {
@@ -60,7 +67,7 @@ func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn 
 		return err
 	}
 	m.mu.Lock()
-	var stored *uint64
+	var stored *NonceState
 	if n, ok := m.next[key]; ok {
 		stored = &n
 	}

@@ -175,3 +175,10 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("node down: %v (%s)", err, orchestrator.ErrorCode(err))
 	}
 }
+
+func decode(t testing.TB, raw json.RawMessage, out any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatal(err)
+	}
+}

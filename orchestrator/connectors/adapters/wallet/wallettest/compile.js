@@ -1,0 +1,17 @@
+// Compiles TestToken.sol with npm solc (tools/chain) into TestToken.json: {abi, bytecode}.
+// Run from this folder: node compile.js
+const fs = require("fs");
+const path = require("path");
+const solc = require(path.join(__dirname, "../../../../../tools/chain/node_modules/solc"));
+const input = {
+  language: "Solidity",
+  sources: { "TestToken.sol": { content: fs.readFileSync(path.join(__dirname, "TestToken.sol"), "utf8") } },
+  settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "paris", outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } } },
+};
+const out = JSON.parse(solc.compile(JSON.stringify(input)));
+for (const e of out.errors || []) {
+  if (e.severity === "error") { console.error(e.formattedMessage); process.exit(1); }
+}
+const c = out.contracts["TestToken.sol"].TestToken;
+fs.writeFileSync(path.join(__dirname, "TestToken.json"),
+  JSON.stringify({ compiler: "solc " + solc.version(), abi: c.abi, bytecode: "0x" + c.evm.bytecode.object }, null, 1) + "\n");

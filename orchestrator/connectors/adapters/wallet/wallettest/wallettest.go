@@ -1,0 +1,230 @@
+// Package wallettest starts what the Wallet tests sign against: a real anvil node on loopback
+// behind a proxy that checks the Alchemy key in the path, and the ERC-20 fixture compiled by npm
+// solc (TestToken.sol → TestToken.json, rebuilt with node compile.js).
+package wallettest
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The anvil dev account the wallet signs with, and a second one that is funded too.
+const (
+	DevKey   = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+	DevAddr  = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+	Dev2Addr = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+)
+
+//go:embed TestToken.json
+var tokenJSON []byte
+
+// anvilPath finds the anvil binary: GUILDS_ANVIL, else tools/chain's npm package in the repository.
+func anvilPath() (string, error) {
+	if p := os.Getenv("GUILDS_ANVIL"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "tools", "chain", "node_modules", "@foundry-rs", "anvil-linux-amd64", "bin", "anvil")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no anvil under tools/chain/node_modules: make setup installs it (or set GUILDS_ANVIL)")
+		}
+		dir = parent
+	}
+}
+
+// Node is one anvil on loopback and the proxy in front of it.
+type Node struct {
+	RPC      string // anvil's own URL (no key)
+	Proxy    string // the proxy's base: <Proxy>/<any name>/<key> reaches anvil
+	Key      string // the key the proxy wants as the path's last segment
+	Requests atomic.Int64
+	cmd      *exec.Cmd
+}
+
+// Anvil starts anvil with a chain id behind a key-checking proxy; a machine without it skips the
+// test, except under CI.
+func Anvil(t testing.TB, chainID uint64, key string) *Node {
+	t.Helper()
+	bin, err := anvilPath()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--chain-id", strconv.FormatUint(chainID, 10), "--silent")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start anvil: %v", err)
+	}
+	n := &Node{RPC: fmt.Sprintf("http://127.0.0.1:%d", port), Key: key, cmd: cmd}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := n.Call("eth_chainId"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("anvil did not answer within 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	target := n.RPC
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Requests.Add(1)
+		if key != "" && !strings.HasSuffix(r.URL.Path, "/"+key) {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Must be authenticated!"}}`))
+			return
+		}
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, target, r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(proxy.Close)
+	n.Proxy = proxy.URL
+	return n
+}
+
+// Call sends one JSON-RPC request straight to anvil and returns its raw result.
+func (n *Node) Call(method string, params ...any) (json.RawMessage, error) {
+	if params == nil {
+		params = []any{}
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.Post(n.RPC, "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if out.Error != nil {
+		return nil, fmt.Errorf("%s: %s", method, out.Error.Message)
+	}
+	return out.Result, nil
+}
+
+// Must is Call that fails the test on an error.
+func (n *Node) Must(t testing.TB, method string, params ...any) json.RawMessage {
+	t.Helper()
+	r, err := n.Call(method, params...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Balance is an address's native balance in wei.
+func (n *Node) Balance(t testing.TB, addr string) *big.Int {
+	return hexBig(t, n.Must(t, "eth_getBalance", addr, "latest"))
+}
+
+// Nonce is an address's mined transaction count.
+func (n *Node) Nonce(t testing.TB, addr string) uint64 {
+	return hexBig(t, n.Must(t, "eth_getTransactionCount", addr, "latest")).Uint64()
+}
+
+// TokenBalance is balanceOf(owner) on a token.
+func (n *Node) TokenBalance(t testing.TB, token, owner string) *big.Int {
+	data := "0x70a08231" + strings.Repeat("0", 24) + strings.ToLower(strings.TrimPrefix(owner, "0x"))
+	return hexBig(t, n.Must(t, "eth_call", map[string]any{"to": token, "data": data}, "latest"))
+}
+
+// DeployToken deploys the ERC-20 fixture from the dev account with a supply in base units
+// (6 decimals) and returns its address.
+func (n *Node) DeployToken(t testing.TB, supply *big.Int) string {
+	t.Helper()
+	var fx struct {
+		Bytecode string `json:"bytecode"`
+	}
+	if err := json.Unmarshal(tokenJSON, &fx); err != nil {
+		t.Fatal(err)
+	}
+	arg := fmt.Sprintf("%064x", supply)
+	var hash string
+	if err := json.Unmarshal(n.Must(t, "eth_sendTransaction", map[string]any{"from": DevAddr, "data": fx.Bytecode + arg}), &hash); err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Contract string `json:"contractAddress"`
+		Status   string `json:"status"`
+	}
+	for i := 0; ; i++ {
+		raw := n.Must(t, "eth_getTransactionReceipt", hash)
+		if string(raw) != "null" {
+			if err := json.Unmarshal(raw, &rc); err != nil || rc.Status != "0x1" {
+				t.Fatalf("deploy: %s %v", raw, err)
+			}
+			break
+		}
+		if i == 200 {
+			t.Fatal("deploy: no receipt within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return rc.Contract
+}
+
+func hexBig(t testing.TB, raw json.RawMessage) *big.Int {
+	t.Helper()
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	n, ok := new(big.Int).SetString(strings.TrimPrefix(s, "0x"), 16)
+	if !ok {
+		t.Fatalf("not a hex quantity: %s", s)
+	}
+	return n
+}
