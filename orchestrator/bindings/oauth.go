@@ -56,6 +56,9 @@ type Bearer interface {
 	Header(ctx context.Context) (http.Header, error)
 	// Rejected renews the token the server just refused (401); nil means retry with the new one.
 	Rejected(ctx context.Context) error
+	// Renewed lists the access tokens sent that were not the stored one the login was read with
+	// (renewed during the call): the caller redacts them, as the run's set does not hold them yet.
+	Renewed() []string
 }
 
 // CallbackPath is where authorization servers send the operator's browser back.
@@ -143,15 +146,35 @@ func (o *OAuth) due(st tokenState) bool {
 
 // bearer returns the Bearer of a login whose stored access token (as just read) is access.
 func (o *OAuth) bearer(connectionID, access string) Bearer {
-	b := &bearer{o: o, id: connectionID}
+	b := &bearer{o: o, id: connectionID, stored: access}
 	b.sent.Store(&access)
 	return b
 }
 
 type bearer struct {
-	o    *OAuth
-	id   string
-	sent atomic.Pointer[string] // the token the last request carried (at first, the stored one)
+	o      *OAuth
+	id     string
+	stored string                 // the token the login was read with
+	sent   atomic.Pointer[string] // the token the last request carried (at first, the stored one)
+	mu     sync.Mutex
+	fresh  []string // tokens sent that are not the stored one
+}
+
+// note records the token about to be sent.
+func (b *bearer) note(tok string) {
+	if old := b.sent.Swap(&tok); *old == tok || tok == b.stored {
+		return
+	}
+	b.mu.Lock()
+	b.fresh = append(b.fresh, tok)
+	b.mu.Unlock()
+}
+
+// Renewed lists the tokens sent that the login was not read with.
+func (b *bearer) Renewed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.fresh...)
 }
 
 // Header returns the current access token, renewed first when it is due.
@@ -160,7 +183,7 @@ func (b *bearer) Header(ctx context.Context) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.sent.Store(&tok)
+	b.note(tok)
 	return http.Header{"Authorization": []string{"Bearer " + tok}}, nil
 }
 
@@ -170,7 +193,7 @@ func (b *bearer) Rejected(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.sent.Store(&st.access)
+	b.note(st.access)
 	return nil
 }
 
@@ -334,6 +357,8 @@ func (b staticBearer) Header(context.Context) (http.Header, error) {
 func (b staticBearer) Rejected(context.Context) error {
 	return errors.New("the server refused the access token it just issued")
 }
+
+func (b staticBearer) Renewed() []string { return []string{string(b)} }
 
 // Login is Connect's answer: the connection and, for a browser OAuth login, the URL the
 // operator's browser opens.

@@ -185,11 +185,13 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 	}
 
 	// 50 s before the hour-long token ends, the next call renews it first: one refresh, rotated pair stored.
+	// That call's own result, which shows the renewed token, is redacted too.
 	clk.Advance(time.Hour - 50*time.Second)
-	if out := call("notion_echo"); !strings.HasPrefix(out, "echo: hi") {
-		t.Fatalf("call after renewal %q", out)
-	}
+	renewedOut := call("notion_whoami")
 	second := e.storedTokens(connID)
+	if !strings.HasPrefix(renewedOut, "you sent Bearer ") || strings.Contains(renewedOut, second["access_token"]) {
+		t.Fatalf("whoami during a renewal answered %q: the renewed token must be redacted", renewedOut)
+	}
 	if as.Refreshes() != 1 || second["refresh_token"] == first["refresh_token"] || second["access_token"] == first["access_token"] {
 		t.Fatalf("after the renewal: %d refreshes, stored pair rotated: %v", as.Refreshes(), second["refresh_token"] != first["refresh_token"])
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/pipeline"
 )
 
 // Client is the pool as the bindings' MCP client: logins become pooled connections whose
@@ -76,12 +77,30 @@ func (c Client) CallTool(ctx context.Context, l bindings.RemoteLogin, t orchestr
 	tool := Tool{RemoteName: t.RemoteName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	out, err := c.Pool.Call(ctx, connection(l), tool, m)
 	if retry, rerr := renewed(ctx, l, err); retry {
-		return c.Pool.Call(ctx, connection(l), tool, m)
+		out, err = c.Pool.Call(ctx, connection(l), tool, m)
 	} else if err != nil {
-		return out, rerr
+		err = rerr
 	}
-	return out, nil
+	if l.Bearer != nil {
+		if fresh := l.Bearer.Renewed(); len(fresh) > 0 { // renewed during the call: not in the run's redaction set yet
+			red := pipeline.NewRedactor(fresh)
+			out = red.Redact(out)
+			if err != nil {
+				err = redactedError{err: err, msg: red.Redact(err.Error())}
+			}
+		}
+	}
+	return out, err
 }
+
+// redactedError is an error whose text had tokens removed; errors.Is and As still see the cause.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
 
 // Changed reports whether the login's server sent tools/list_changed since its last listing.
 func (c Client) Changed(connectionID string) bool { return c.Pool.Changed(connectionID) }
