@@ -108,9 +108,6 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 		sa := serverAccess(ix, res, srv)
 		sa.OAuthSetupState = s.SetupState(srv)
 		if srv.Kind == orchestrator.ServerGitHub {
-			if s.GitHub != nil {
-				sa.OAuthSetupState = s.GitHub.SetupState()
-			}
 			if err := s.githubAccess(ctx, res, &sa); err != nil {
 				return Access{}, err
 			}

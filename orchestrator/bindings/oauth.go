@@ -380,6 +380,9 @@ func (s *Service) SetupState(srv orchestrator.MCPServer) string {
 	if srv.Auth != orchestrator.AuthOAuth {
 		return SetupNotApplicable
 	}
+	if srv.Kind == orchestrator.ServerGitHub && s.GitHub != nil {
+		return s.GitHub.SetupState() // unsupported also when a variable is set but does not parse
+	}
 	if in, ok := integrations.ForConnector(srv.Slug); ok {
 		getenv := s.Getenv
 		if getenv == nil {
@@ -404,6 +407,9 @@ func (s *Service) ConnectLogin(ctx context.Context, req ConnectRequest) (Login, 
 	srv, err := s.server(ctx, req.Server)
 	if err != nil {
 		return Login{}, err
+	}
+	if srv.Kind == orchestrator.ServerGitHub && s.GitHub != nil {
+		return s.connectGitHub(ctx, srv, req)
 	}
 	if !s.dynamicOAuth(srv) {
 		conn, err := s.Connect(ctx, req)
