@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,11 +62,22 @@ func TestLargeCallArguments(t *testing.T) {
 	if len(args) > 64<<10 || !strings.Contains(string(args), fmt.Sprintf("of %d bytes elided, sha256 ", len(big))) || !strings.HasPrefix(string(args), `{"text":"xxxx`) {
 		t.Fatalf("stored arguments (%d bytes): %.300s", len(args), args)
 	}
-	huge := `{"name":"echo","arguments":{"text":"` + strings.Repeat("y", 9<<20) + `"}}`
-	st, out, err := post(&http.Client{}, e.serve()+"/api/runs/"+run+"/calls", json.RawMessage(huge))
+	// The body is announced, not sent: the server answers from Content-Length before reading it (a
+	// client still writing when the answer comes would see its write reset).
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.serve(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/runs/%s/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", run, token, 9<<20)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("9 MiB body: %v", err)
 	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	st := resp.StatusCode
 	if st != 413 || errCode(out) != "ETOOLARGE" || !strings.Contains(errMessage(out), "8 MiB") {
 		t.Fatalf("9 MiB body: %d %v", st, out)
 	}

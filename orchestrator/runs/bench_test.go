@@ -1,0 +1,152 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/pipeline"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// benchService is a run service over a fresh database with an echo tool and a 100 ms wait tool.
+func benchService(b *testing.B) (*runs.Service, *pgxpool.Pool, string) {
+	pool := pgtest.NewDB(b)
+	store := postgres.NewStore(pool)
+	reg := registry.New()
+	reg.MustRegister(registry.Tool{Name: "echo", Family: orchestrator.FamilyAlways, Description: "Echo.",
+		Schema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"what"}}}`),
+		Handler: func(_ context.Context, c *registry.Call) (string, error) { return string(c.Args), nil }})
+	reg.MustRegister(registry.Tool{Name: "wait", Family: orchestrator.FamilyAlways, Description: "Waits 100 ms.",
+		Schema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(ctx context.Context, _ *registry.Call) (string, error) {
+			time.Sleep(100 * time.Millisecond)
+			return "waited", nil
+		}})
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := store.CreateOrg(ctx, orchestrator.Org{ID: "org_b", Name: "o", CreatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_b", OrgID: "org_b", Name: "g", CreatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_b", GuildID: "gld_b", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}); err != nil {
+		b.Fatal(err)
+	}
+	return svc, pool, "agt_b"
+}
+
+// newRun starts a run with the largest budget.
+func newRun(b *testing.B, svc *runs.Service, agent string) string {
+	budget := orchestrator.MaxToolCallBudget
+	run, err := svc.StartRun(context.Background(), agent, runs.StartRequest{Kind: orchestrator.KindDirect, Budget: &budget})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return run.ID
+}
+
+// previousRecordSQL is the single statement that stored a call after it ran, before calls were
+// recorded as started and completed: the baseline of BenchmarkCallRecords.
+const previousRecordSQL = `WITH bump AS (
+	UPDATE runs SET tool_calls_used = $2
+	WHERE id = $1 AND status = 'open' AND tool_calls_used = $2 - 1 AND tool_call_budget >= $2
+	RETURNING id)
+INSERT INTO tool_calls (run_id, seq, call_id, name, arguments, result, metadata, is_error, started_at, finished_at, duration_ms)
+SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM bump`
+
+// BenchmarkCallRecords: one client's calls through the service, which records each call as started
+// and then completed (two statements), against the previous path measured in the same run: the
+// same registry invoke and stamp, then the one statement that stored the call after it ran.
+// Target: at most 1.1x.
+func BenchmarkCallRecords(b *testing.B) {
+	svc, pool, agent := benchService(b)
+	ctx := context.Background()
+	const n = 1500
+	args := json.RawMessage(`{"text":"hello"}`)
+	for range b.N {
+		run := newRun(b, svc, agent)
+		t0 := time.Now()
+		for range n {
+			if _, err := svc.Call(ctx, run, runs.CallRequest{Name: "echo", Arguments: args}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		current := time.Since(t0) / n
+
+		prev := newRun(b, svc, agent)
+		red := pipeline.NewRedactor(nil)
+		t0 = time.Now()
+		for i := range n {
+			seq := int64(i + 1)
+			rc := &registry.Call{RunID: prev, CallID: orchestrator.NewID(orchestrator.PrefixCall), Seq: seq, Args: args, Meta: map[string]any{}}
+			started := time.Now()
+			raw, err := svc.Registry.Invoke(ctx, "echo", rc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			result := pipeline.Stamp(raw, pipeline.Options{Redactor: red, Remaining: orchestrator.MaxToolCallBudget - i - 1})
+			meta, _ := json.Marshal(rc.Meta)
+			finished := time.Now()
+			if _, err := pool.Exec(ctx, previousRecordSQL, prev, seq, rc.CallID, "echo", []byte(red.Redact(string(args))), result, meta, false, started, finished, 0.1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		previous := time.Since(t0) / n
+		ratio := float64(current) / float64(previous)
+		b.ReportMetric(float64(current.Microseconds()), "call_us")
+		b.ReportMetric(float64(previous.Microseconds()), "previous_call_us")
+		b.ReportMetric(ratio, "x_vs_previous")
+		b.Logf("call with started and completed records: %s per call; previous one-statement path: %s; ratio %.2fx (target <= 1.1x): %s",
+			current, previous, ratio, verdict(ratio <= 1.1))
+	}
+}
+
+// BenchmarkParallelCallsOneRun: five calls of one run at once (a 100 ms tool) against one call
+// alone. Target: at most 1.3x.
+func BenchmarkParallelCallsOneRun(b *testing.B) {
+	svc, _, agent := benchService(b)
+	ctx := context.Background()
+	for range b.N {
+		run := newRun(b, svc, agent)
+		t0 := time.Now()
+		if _, err := svc.Call(ctx, run, runs.CallRequest{Name: "wait"}); err != nil {
+			b.Fatal(err)
+		}
+		one := time.Since(t0)
+		t0 = time.Now()
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				if _, err := svc.Call(ctx, run, runs.CallRequest{Name: "wait"}); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		five := time.Since(t0)
+		ratio := float64(five) / float64(one)
+		b.ReportMetric(ratio, "x_five_vs_one")
+		b.Logf("five parallel calls of one run: %s; one call: %s; ratio %.2fx (target <= 1.3x): %s", five, one, ratio, verdict(ratio <= 1.3))
+	}
+}
+
+// verdict names whether a target was met.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return fmt.Sprintf("MISSED")
+}
