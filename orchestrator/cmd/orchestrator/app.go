@@ -13,6 +13,8 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/walletpg"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -217,6 +219,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	defer func() { stopMonitor(); <-monDone }()
 
 	store := postgres.NewStore(pool)
+	wallet.UseNonces(walletpg.Nonces{Pool: pool}) // the Wallet's nonces, one at a time across replicas
 	if err := registerTools(reg, store); err != nil {
 		return err
 	}
