@@ -27,6 +27,9 @@ type Tools struct {
 	// SecretEnv returns the calling agent's granted secrets as NAME=value for shell's environment
 	// (adding their values to the call's redaction); nil exports none.
 	SecretEnv func(ctx context.Context, call *registry.Call) ([]string, error)
+	// GitEnv returns shell's git configuration for the GitHub App (its credential helper, after
+	// replacing a token near expiry; the tokens join the call's redaction); nil adds none.
+	GitEnv func(ctx context.Context, call *registry.Call) ([]string, error)
 }
 
 // secretsNote ends shell's description when the agent's secrets reach its environment.
@@ -39,7 +42,7 @@ var Names = toolspec.Names(toolspec.Code)
 // Family orchestrator.FamilyCode.
 func (t *Tools) Register(reg *registry.Registry) error {
 	h := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout}
-	shell := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout, Env: t.SecretEnv}
+	shell := &tools.HelperTools{Provider: t.Sandbox, Helper: Helper, Timeout: HelperTimeout, Env: joinEnv(t.GitEnv, t.SecretEnv)}
 	for _, spec := range toolspec.Code {
 		schema, err := spec.Schema()
 		if err != nil {
@@ -49,8 +52,11 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		switch {
 		case spec.Name == "file_read":
 			handler = countBytes(handler)
-		case spec.Name == "shell" && t.SecretEnv != nil:
-			handler, desc = shell.Handler(spec.Name), desc+secretsNote
+		case spec.Name == "shell" && (t.SecretEnv != nil || t.GitEnv != nil):
+			handler = shell.Handler(spec.Name)
+			if t.SecretEnv != nil {
+				desc += secretsNote
+			}
 		}
 		if err := reg.Register(registry.Tool{Name: spec.Name, Description: desc, Schema: schema,
 			Handler: handler, Family: orchestrator.FamilyCode}); err != nil {
@@ -69,5 +75,29 @@ func countBytes(next registry.Handler) registry.Handler {
 			call.Meta["bytes"] = len(out)
 		}
 		return out, err
+	}
+}
+
+// joinEnv runs each environment source in order (nil ones skipped); the first error stops it.
+func joinEnv(fns ...func(context.Context, *registry.Call) ([]string, error)) func(context.Context, *registry.Call) ([]string, error) {
+	var set []func(context.Context, *registry.Call) ([]string, error)
+	for _, f := range fns {
+		if f != nil {
+			set = append(set, f)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, call *registry.Call) ([]string, error) {
+		var env []string
+		for _, f := range set {
+			e, err := f(ctx, call)
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, e...)
+		}
+		return env, nil
 	}
 }
