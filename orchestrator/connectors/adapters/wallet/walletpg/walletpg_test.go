@@ -13,8 +13,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
-	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/wallettest"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/walletpg"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/wallettest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
