@@ -433,3 +433,47 @@ func TestOAuthRefreshAcrossReplicas(t *testing.T) {
 		t.Fatalf("login after the race: %v", c)
 	}
 }
+
+// TestOAuthRenewalTiming: a token living under two minutes is renewed once less than half its
+// life remains; a token endpoint that is down leaves the login connected: a call whose token still
+// lives goes out with it, one whose token has ended fails alone, and the next call renews.
+func TestOAuthRenewalTiming(t *testing.T) {
+	clk := newClock()
+	as := oauthMCP(t, clk)
+	as.TokenTTL = 90 * time.Second
+	e := newOAuthEnv(t, nil, clk, newBox(t))
+	orgID, _, agentID := e.scopes()
+	e.must(200, "PATCH", "/api/admin/mcp/servers/notion", map[string]any{"url": as.Resource})
+	connID := e.login("notion", orgID)
+	runID := e.run(agentID, map[string]any{"kind": "direct", "tool_call_budget": 1000})
+	call := func() string {
+		t.Helper()
+		return e.must(200, "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "notion_echo", "arguments": map[string]any{"text": "hi"}})["result"].(string)
+	}
+	steps := []struct {
+		advance   time.Duration
+		status    int // the token endpoint's answer; 0 is a normal one
+		refreshes int // total refresh requests after the call
+		ok        bool
+	}{
+		{40 * time.Second, 0, 0, true},    // 50 s of 90 left: more than half
+		{10 * time.Second, 0, 1, true},    // 40 s left: renewed first
+		{50 * time.Second, 503, 2, true},  // 40 s left of the new token, endpoint down: sent as it is
+		{45 * time.Second, 503, 3, false}, // ended, endpoint down: this call fails, the login stays
+		{0, 0, 4, true},                   // endpoint back: renewed, the call goes out
+	}
+	for i, s := range steps {
+		clk.Advance(s.advance)
+		as.Set(func(a *oauthtest.Server) { a.TokenStatus = s.status })
+		out := call()
+		if strings.HasPrefix(out, "echo: hi") != s.ok || as.Refreshes() != s.refreshes {
+			t.Fatalf("step %d: %q after %d refreshes, want ok=%v after %d", i, out, as.Refreshes(), s.ok, s.refreshes)
+		}
+		if !s.ok && !strings.Contains(out, "stays connected") {
+			t.Fatalf("step %d: the failed call says %q", i, out)
+		}
+		if c := e.must(200, "GET", "/api/mcp/connections/"+connID, nil); c["status"] != "connected" {
+			t.Fatalf("step %d: login is %v", i, c["status"])
+		}
+	}
+}
