@@ -224,7 +224,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	boxes := sandboxProvider(cfg, log)
-	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log)
+	gh := githubApp(cfg, store, boxes, ln.Addr().String(), log)
+	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log, gitEnv(gh))
 	if err != nil {
 		return err
 	}
@@ -256,6 +257,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	opened = cat.Remote.SessionOpened
+	gh.Box, cat.GitHub = cat.Box, gh
 	sec := &secrets.Service{Store: store, Box: cat.Box}
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
@@ -270,11 +272,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
-		Offer:   policy,
+		Offer:   githubGate{Policy: policy, app: gh},
 		Dynamic: scr,
 		MCP:     cat.Remote,
 		State:   policy,
-		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}),
+		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}, gh),
 		Log:     log,
 	}
 	if _, err := svc.RecoverCalls(ctx); err != nil {
@@ -288,7 +290,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
