@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
@@ -35,9 +36,11 @@ func connection(l bindings.RemoteLogin) Connection {
 }
 
 // renewed reports whether a call refused for its credentials may be retried: an OAuth login whose
-// server answered 401 or 403 renews its token once, and the call runs again with the new one.
+// server answered 401 renews its token once, and the call runs again with the new one (a 403 is a
+// missing permission, which a new token of the same grant does not cure).
 func renewed(ctx context.Context, l bindings.RemoteLogin, err error) (bool, error) {
-	if l.Bearer == nil || !errors.Is(err, ErrRejected) {
+	// describe words a refusal "<what>: the server refused the credentials (HTTP <status>)".
+	if l.Bearer == nil || !errors.Is(err, ErrRejected) || !strings.HasSuffix(err.Error(), "(HTTP 401)") {
 		return false, err
 	}
 	if rerr := l.Bearer.Rejected(ctx); rerr != nil {

@@ -68,13 +68,16 @@ func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 5 || !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
+	return defaultHTTP
 }
+
+// defaultHTTP bounds each request to 15 s and follows redirects only on the same host.
+var defaultHTTP = &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 || !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}}
 
 func (c *Client) now() time.Time {
 	if c.Now != nil {
