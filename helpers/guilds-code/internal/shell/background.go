@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -228,13 +229,14 @@ func Supervise(state string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	logFile, err := os.OpenFile(j.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(j.LogPath, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		report("error: open log: " + err.Error())
 		return 1
 	}
 	defer logFile.Close()
-	render := shape.NewRenderer(logFile)
+	logBound := newBoundedLog(logFile, LogHalf) // start left the log empty
+	render := shape.NewRenderer(logBound)
 	c := &runs.Call{Req: envelope.Request{RunID: j.RunID, CallID: j.CallID}}
 	extra := map[string]string{}
 	if tok := repoToken(runDir, j.Dir); tok != "" {
@@ -260,6 +262,8 @@ func Supervise(state string) int {
 		},
 	})
 	_ = render.Close()
+	_ = logBound.Close()
+	_, _ = logFile.Seek(logBound.End(), io.SeekStart) // the lines below follow the log
 	if err != nil {
 		report("error: " + err.Error())
 		_ = writeExit(runDir, j.ID, exitRecord{Stopped: true, EndedAt: time.Now().UTC()})

@@ -109,12 +109,13 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 	cwdFile := filepath.Join(c.Dir(), "."+c.Req.CallID+".cwd")
 	defer os.Remove(cwdFile)
 	logPath := c.LogPath()
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return envelope.Errorf(nil, "shell: create log: %v", err)
 	}
 	out := shape.NewOutput(c.Max)
-	logBuf := bufio.NewWriterSize(logFile, 8<<10) // small: each page touched costs a fault
+	logBound := newBoundedLog(logFile, LogHalf)
+	logBuf := bufio.NewWriterSize(logBound, 8<<10) // small: each page touched costs a fault
 	render := shape.NewRenderer(io.MultiWriter(logBuf, out))
 	extra := map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile}
 	if tok := repoToken(c.RunDir, dir); tok != "" {
@@ -131,6 +132,9 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 	rerr := render.Close()
 	if ferr := logBuf.Flush(); rerr == nil {
 		rerr = ferr
+	}
+	if berr := logBound.Close(); rerr == nil {
+		rerr = berr
 	}
 	if cerr := logFile.Close(); rerr == nil {
 		rerr = cerr
