@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -124,7 +125,9 @@ type token struct {
 
 // erc20 reads a token contract's decimals and symbol.
 func (e *evm) erc20(ctx context.Context, addr common.Address) (token, error) {
-	d, err := e.ethCall(ctx, addr, selDecimals)
+	var d, sym []byte
+	var err, symErr error
+	both(func() { d, err = e.ethCall(ctx, addr, selDecimals) }, func() { sym, symErr = e.ethCall(ctx, addr, selSymbol) })
 	if err != nil {
 		return token{}, err
 	}
@@ -136,8 +139,8 @@ func (e *evm) erc20(ctx context.Context, addr common.Address) (token, error) {
 		return token{}, adapters.Invalid(provider, "token "+addr.Hex()+" answers decimals() out of range")
 	}
 	t := token{addr: addr, decimals: int(n.Int64())}
-	if s, err := e.ethCall(ctx, addr, selSymbol); err == nil {
-		t.symbol = abiString(s)
+	if symErr == nil {
+		t.symbol = abiString(sym)
 	}
 	return t, nil
 }
@@ -271,26 +274,22 @@ func send(ctx context.Context, l adapters.Login, args map[string]any) (string, e
 	if err != nil {
 		return "", err
 	}
-	if err := e.checkChainID(ctx); err != nil {
-		return "", err
-	}
 	in := intent{recv: to.Hex()}
 	if tk := adapters.Str(args, "token"); tk != "" {
 		addr, err := evmAddress("token", tk)
 		if err != nil {
 			return "", err
 		}
-		tok, err := e.erc20(ctx, addr)
-		if err != nil {
+		var tok token
+		var have *big.Int
+		var tokErr, balErr error
+		both(func() { tok, tokErr = e.erc20(ctx, addr) }, func() { have, balErr = e.tokenBalance(ctx, addr, e.from) })
+		if err := firstErr(tokErr, balErr); err != nil {
 			return "", err
 		}
 		amt, err := ParseAmount(adapters.Str(args, "amount"), tok.decimals, false)
 		if err != nil {
 			return "", adapters.Invalid(provider, err.Error())
-		}
-		have, err := e.tokenBalance(ctx, addr, e.from)
-		if err != nil {
-			return "", err
 		}
 		if have.Cmp(amt) < 0 {
 			return "", adapters.Invalid(provider, fmt.Sprintf("the wallet holds %s %s on %s, less than %s; nothing was signed", FormatAmount(have, tok.decimals), tok.symbol, c.Name, FormatAmount(amt, tok.decimals)))
@@ -331,9 +330,6 @@ func callContract(ctx context.Context, l adapters.Login, args map[string]any) (s
 			return "", adapters.Invalid(provider, err.Error())
 		}
 	}
-	if err := e.checkChainID(ctx); err != nil {
-		return "", err
-	}
 	return e.execute(ctx, intent{to: to, value: value, data: data}, dryRun(args))
 }
 
@@ -358,8 +354,12 @@ func (e *evm) fees(ctx context.Context) (fees, error) {
 	var blk struct {
 		BaseFee *string `json:"baseFeePerGas"`
 	}
-	if err := e.rpc.call(ctx, "eth_getBlockByNumber", []any{"latest", false}, &blk); err != nil {
-		return fees{}, err
+	var ts string
+	var blkErr, tipErr error
+	both(func() { blkErr = e.rpc.call(ctx, "eth_getBlockByNumber", []any{"latest", false}, &blk) },
+		func() { tipErr = e.rpc.call(ctx, "eth_maxPriorityFeePerGas", nil, &ts) })
+	if blkErr != nil {
+		return fees{}, blkErr
 	}
 	malformed := func(m string) error {
 		return &adapters.Error{Kind: adapters.KindMalformed, Provider: e.rpc.http.Provider, Msg: "answered " + m + " with something that is not a quantity"}
@@ -379,9 +379,8 @@ func (e *evm) fees(ctx context.Context) (fees, error) {
 	if err != nil {
 		return fees{}, malformed("the block's baseFeePerGas")
 	}
-	var ts string
-	tip := big.NewInt(1_000_000_000)
-	if err := e.rpc.call(ctx, "eth_maxPriorityFeePerGas", nil, &ts); err == nil {
+	tip := big.NewInt(1_000_000_000) // a node without eth_maxPriorityFeePerGas: 1 gwei
+	if tipErr == nil {
 		if t, err := quantity(ts); err == nil {
 			tip = t
 		}
@@ -447,20 +446,18 @@ func revertReason(e *rpcError) string {
 // execute prices, simulates, checks the balance, then (unless a dry run) signs and broadcasts
 // under the nonce lock and waits for the receipt.
 func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) {
-	f, err := e.fees(ctx)
-	if err != nil {
-		return "", err
-	}
-	gas, err := e.estimate(ctx, in)
-	if err != nil {
+	// The chain id, the fees, the simulation and the balance are independent reads: asked at once.
+	var f fees
+	var gas uint64
+	var have *big.Int
+	var idErr, feeErr, gasErr, balErr error
+	both(func() { idErr = e.checkChainID(ctx) }, func() { f, feeErr = e.fees(ctx) },
+		func() { gas, gasErr = e.estimate(ctx, in) }, func() { have, balErr = e.balance(ctx, e.from, "pending") })
+	if err := firstErr(idErr, gasErr, feeErr, balErr); err != nil {
 		return "", err
 	}
 	maxFee := new(big.Int).Mul(new(big.Int).SetUint64(gas), f.max())
 	need := new(big.Int).Add(in.value, maxFee)
-	have, err := e.balance(ctx, e.from, "pending")
-	if err != nil {
-		return "", err
-	}
 	sym, dec := e.chain.Symbol, e.chain.Decimals
 	if have.Cmp(need) < 0 {
 		return "", adapters.Invalid(provider, fmt.Sprintf("the wallet holds %s %s on %s, less than %s %s (value %s plus at most %s of gas); nothing was signed",
@@ -498,7 +495,7 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	}
 	var hash common.Hash
 	var nonce uint64
-	err = currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *NonceState) (*NonceState, error) {
+	err := currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *NonceState) (*NonceState, error) {
 		n, err := e.nextNonce(ctx, stored)
 		if err != nil {
 			return nil, err
@@ -599,4 +596,24 @@ func (e *evm) receipt(ctx context.Context, hash common.Hash) (status, block stri
 		case <-time.After(receiptPoll):
 		}
 	}
+}
+
+// both runs fns at once and waits for them all.
+func both(fns ...func()) {
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn() }()
+	}
+	wg.Wait()
+}
+
+// firstErr is the first non-nil error, in the order that says most (a wrong chain before a revert).
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -39,6 +39,16 @@ func newRPC(l adapters.Login, c Chain) (*rpc, error) {
 	return r, nil
 }
 
+// client is the HTTP and URL calls go to: Alchemy's, or the public fallback once it answered.
+func (r *rpc) client() (adapters.HTTP, string) {
+	if r.usedPub.Load() && r.fallback != "" {
+		pub := r.http
+		pub.Provider = r.chain.Name + " public RPC"
+		return pub, r.fallback
+	}
+	return r.http, r.url
+}
+
 // rpcError is a JSON-RPC error object: a node's refusal (a revert carries its data).
 type rpcError struct {
 	Code    int             `json:"code"`
@@ -58,18 +68,13 @@ func (r *rpc) call(ctx context.Context, method string, params []any, out any) er
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", method, err)
 	}
-	u := r.url
-	if r.usedPub.Load() {
-		u = r.fallback
-	}
-	raw, err := r.http.Do(ctx, adapters.Request{Method: http.MethodPost, URL: u, Body: body, Type: "application/json", What: method})
-	if err != nil && r.fallback != "" && !r.usedPub.Load() && adapters.IsRejected(err) {
-		// Alchemy refused the key for this network: the chain's public RPC answers instead.
+	c, u := r.client()
+	raw, err := c.Do(ctx, adapters.Request{Method: http.MethodPost, URL: u, Body: body, Type: "application/json", What: method})
+	if err != nil && u != r.fallback && r.fallback != "" && adapters.IsRejected(err) {
+		// Alchemy refused the key for this network: the chain's public RPC answers from now on.
 		r.usedPub.Store(true)
-		pub := r.http
-		pub.Provider = r.chain.Name + " public RPC"
-		r.http = pub
-		raw, err = r.http.Do(ctx, adapters.Request{Method: http.MethodPost, URL: r.fallback, Body: body, Type: "application/json", What: method})
+		c, u = r.client()
+		raw, err = c.Do(ctx, adapters.Request{Method: http.MethodPost, URL: u, Body: body, Type: "application/json", What: method})
 	}
 	if err != nil {
 		return err
@@ -78,20 +83,20 @@ func (r *rpc) call(ctx context.Context, method string, params []any, out any) er
 		Result json.RawMessage `json:"result"`
 		Error  *rpcError       `json:"error"`
 	}
-	if err := r.http.Decode(raw, &env); err != nil {
+	if err := c.Decode(raw, &env); err != nil {
 		return err
 	}
 	if env.Error != nil {
-		return &nodeError{rpc: env.Error, provider: r.http.Provider, method: method}
+		return &nodeError{rpc: env.Error, provider: c.Provider, method: method}
 	}
 	if len(env.Result) == 0 {
-		return &adapters.Error{Kind: adapters.KindMalformed, Provider: r.http.Provider, Msg: "answered " + method + " without a result"}
+		return &adapters.Error{Kind: adapters.KindMalformed, Provider: c.Provider, Msg: "answered " + method + " without a result"}
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(env.Result, out); err != nil {
-		return &adapters.Error{Kind: adapters.KindMalformed, Provider: r.http.Provider, Msg: "answered " + method + " with a result that is not the expected shape"}
+		return &adapters.Error{Kind: adapters.KindMalformed, Provider: c.Provider, Msg: "answered " + method + " with a result that is not the expected shape"}
 	}
 	return nil
 }
