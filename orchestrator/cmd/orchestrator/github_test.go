@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+)
+
+// helperBins is a folder with guilds-code and guilds-git-credential: GUILDS_BIN_DIR when set,
+// else both built once into a temporary folder.
+var helperBins = sync.OnceValues(func() (string, error) {
+	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+		return d, nil
+	}
+	dir, err := os.MkdirTemp("", "guilds-bin-")
+	if err != nil {
+		return "", err
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	for _, h := range []string{"guilds-code", "guilds-git-credential"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, h), ".")
+		cmd.Dir = filepath.Join(root, "helpers", h)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", &exec.ExitError{Stderr: out}
+		}
+	}
+	return dir, nil
+})
+
+// githubServe starts serve over the fake GitHub with local sandboxes.
+func githubServe(t *testing.T, f *githubtest.Fake) string {
+	t.Helper()
+	bins, err := helperBins()
+	if err != nil {
+		t.Fatalf("build the helpers: %v", err)
+	}
+	_, dsn := pgtest.NewDBWithDSN(t)
+	env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_SECRET_KEY": base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		"GUILDS_SANDBOX":    "local", "GUILDS_BIN_DIR": bins}
+	for k, v := range f.Env() {
+		env[k] = v
+	}
+	s := startServe(t, env, nil)
+	t.Cleanup(func() { s.stop(t) })
+	api := "http://" + s.addr
+	f.Mu.Lock()
+	f.Callback = api + "/api/mcp/oauth/callback"
+	f.Mu.Unlock()
+	return api
+}
+
+// browse follows a URL the way the operator's browser does (cookies kept) and returns the last page.
+func browse(t *testing.T, f *githubtest.Fake, jar http.CookieJar, u string) (int, string) {
+	t.Helper()
+	c := f.Server.Client()
+	c.Jar = jar
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// shell runs one shell call of a run and returns its result.
+func shell(t *testing.T, api, run, command string) string {
+	t.Helper()
+	out := must(t, 200, "POST", api+"/api/runs/"+run+"/calls", map[string]any{"name": "shell", "arguments": map[string]any{"command": command}})
+	return out["result"].(string)
+}
+
+// TestGitHubEndToEnd: through the HTTP API and a fake GitHub on loopback, Connect installs the
+// App, the callback connects the guild's login, the selection is checked, a coding run's start
+// puts scoped tokens in its sandbox, and real git clones and pushes the picked repository through
+// guilds-git-credential (a helper in the agent's ~/.gitconfig does not win) but not another one;
+// the token is in no remote URL and no stored result; removal disconnects and fails the next
+// generation naming the login.
+func TestGitHubEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	f := githubtest.New(t)
+	api := f.AddRepo(githubtest.Repo{ID: 101, Owner: "acme", Name: "api"})
+	secret := f.AddRepo(githubtest.Repo{ID: 102, Owner: "acme", Name: "secret", Private: true})
+	f.InitGit(api)
+	f.InitGit(secret)
+	f.AddInstall(55, "acme", 101, 102)
+	f.LoginAs("octo", 55)
+	base := githubServe(t, f)
+	_, agent := scopesAt(t, base)
+	a := must(t, 200, "PATCH", base+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
+	guild := a["guild_id"].(string)
+
+	// Connect at the guild: the install URL; the browser's round trip connects the login.
+	out := must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "guild", "scope_id": guild})
+	authURL, _ := out["authorization_url"].(string)
+	if !strings.HasPrefix(authURL, f.WebURL()+"/apps/guilds-test/installations/new?state=") {
+		t.Fatalf("connect: %v", out)
+	}
+	conn := out["connection"].(map[string]any)["id"].(string)
+	jar, _ := cookiejar.New(nil)
+	if st, page := browse(t, f, jar, authURL); st != 200 || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback page %d %s", st, page)
+	}
+	c := must(t, 200, "GET", base+"/api/mcp/connections/"+conn, nil)
+	if c["status"] != "connected" || c["account_hint"] != "acme" {
+		t.Fatalf("connection %v", c)
+	}
+
+	// Repositories, a refused pick, the selection, its mirror and the access view.
+	repos := must(t, 200, "GET", base+"/api/mcp/connections/"+conn+"/github/repositories", nil)
+	if n := len(repos["repositories"].([]any)); n != 2 {
+		t.Fatalf("repositories %v", repos)
+	}
+	if st, out := request(t, "PUT", base+"/api/mcp/connections/"+conn+"/github/selected", map[string]any{"repositories": []any{map[string]any{"url": f.WebURL() + "/acme/gone"}}}); st != 422 || !strings.Contains(errText(out), "acme/gone") {
+		t.Fatalf("unreachable pick: %d %v", st, out)
+	}
+	must(t, 200, "PUT", base+"/api/mcp/connections/"+conn+"/github/selected", map[string]any{"repositories": []any{map[string]any{"name": "api", "url": f.WebURL() + "/acme/api"}}})
+	gr := must(t, 200, "GET", base+"/api/guilds/"+guild+"/repositories", nil)
+	if n := len(gr["repositories"].([]any)); n != 1 || len(gr["github_logins"].([]any)) != 1 {
+		t.Fatalf("guild repositories %v", gr)
+	}
+	access := must(t, 200, "GET", base+"/api/agents/"+agent+"/tools", nil)
+	for _, s := range access["mcp_servers"].([]any) {
+		if s := s.(map[string]any); s["slug"] == "github" && (s["oauth_setup_state"] != "configured" || s["github_repositories"] == nil || s["connection_status"] != "connected") {
+			t.Fatalf("github access %v", s)
+		}
+	}
+
+	// A coding run: its start writes the scoped token; git works on the picked repository only.
+	run := must(t, 201, "POST", base+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	if req := f.LastRequest(); len(req.RepositoryIDs) != 1 || req.RepositoryIDs[0] != 101 {
+		t.Fatalf("token request %+v", req)
+	}
+	host := strings.TrimPrefix(f.WebURL(), "https://")
+	res := shell(t, base, run, `printf '[credential]\n\thelper = "!f() { echo username=evil; echo password=wrong; }; f"\n[user]\n\tname = Ada\n\temail = ada@example.com\n' > ~/.gitconfig
+git clone -q `+f.WebURL()+`/acme/api.git repos/api && cd repos/api && git commit -q --allow-empty -m "pushed by the agent" && git push -q origin main && echo PUSHED && git remote -v`)
+	if !strings.Contains(res, "PUSHED") || !strings.Contains(res, "https://"+host+"/acme/api.git") {
+		t.Fatalf("clone and push: %s", res)
+	}
+	if !strings.Contains(f.GitLog(api), "pushed by the agent") {
+		t.Fatalf("the push did not arrive: %s", f.GitLog(api))
+	}
+	res = shell(t, base, run, `cd ~ && git clone -q `+f.WebURL()+`/acme/secret.git repos/secret 2>&1; echo "exit $?"; cat "$GUILDS_RUN_DIR/git-tokens.json"`)
+	if strings.Contains(res, "exit 0") || strings.Contains(res, "ghs_") || !strings.Contains(res, "[REDACTED]") {
+		t.Fatalf("another repository, or the token unmasked: %s", res)
+	}
+	calls := must(t, 200, "GET", base+"/api/runs/"+run+"/calls", nil)
+	f.Mu.Lock()
+	issued := f.Tokens
+	f.Mu.Unlock()
+	for tok := range issued {
+		for _, call := range calls["calls"].([]any) {
+			if strings.Contains(call.(map[string]any)["result"].(string), tok) {
+				t.Fatal("a stored result holds a token")
+			}
+		}
+	}
+
+	// Uninstalled: the next generation fails naming the login, which is disconnected.
+	f.Mu.Lock()
+	f.Installs[55].Removed = true
+	f.Mu.Unlock()
+	st, out := request(t, "POST", base+"/api/runs/"+run+"/generations", nil)
+	if st != 409 || !strings.Contains(errText(out), conn) {
+		t.Fatalf("generation after removal: %d %v", st, out)
+	}
+	if c := must(t, 200, "GET", base+"/api/mcp/connections/"+conn, nil); c["status"] != "disconnected" {
+		t.Fatalf("after removal %v", c)
+	}
+	// Deleting the login deletes the guild repositories added through it.
+	must(t, 200, "DELETE", base+"/api/mcp/connections/"+conn, nil)
+	if gr := must(t, 200, "GET", base+"/api/guilds/"+guild+"/repositories", nil); len(gr["repositories"].([]any)) != 0 {
+		t.Fatalf("after delete %v", gr)
+	}
+}
