@@ -51,7 +51,7 @@ func TestMCPCustomServerEndToEnd(t *testing.T) {
 	}{
 		{"bad slug", map[string]any{"slug": "Bad_Slug", "name": "X", "url": f.URL, "auth": "none"}, 422},
 		{"ftp url", map[string]any{"slug": "my-srv", "name": "X", "url": "ftp://example.com", "auth": "none"}, 422},
-		{"oauth", map[string]any{"slug": "my-srv", "name": "X", "url": f.URL, "auth": "oauth"}, 422},
+		{"oauth with a header", map[string]any{"slug": "my-srv", "name": "X", "url": f.URL, "auth": "oauth", "header": "X-Key"}, 422},
 		{"a manifest's slug", map[string]any{"slug": "cigale", "name": "X", "url": f.URL, "auth": "token"}, 409},
 	} {
 		if st, out := e.do("POST", "/api/admin/mcp/servers", tc.body); st != tc.want {
