@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"golang.org/x/sys/unix"
 )
 
 // helperBins is a folder with guilds-code and guilds-git-credential: GUILDS_BIN_DIR when set,
@@ -41,7 +44,7 @@ var helperBins = sync.OnceValues(func() (string, error) {
 })
 
 // githubServe starts serve over the fake GitHub with local sandboxes.
-func githubServe(t *testing.T, f *githubtest.Fake) string {
+func githubServe(t *testing.T, f *githubtest.Fake, backend string) string {
 	t.Helper()
 	bins, err := helperBins()
 	if err != nil {
@@ -95,13 +98,32 @@ func TestGitHubEndToEnd(t *testing.T) {
 		t.Skip("needs git")
 	}
 	f := githubtest.New(t)
+	gitHubFlow(t, f, "local")
+}
+
+// TestGitHubBubblewrap: the same in a real bubblewrap sandbox on the user-mode network, GitHub
+// being a host beyond this one (a network namespace of the test's own, its certificate trusted
+// through GITHUB_CA_FILE and the sandbox's http.sslCAInfo).
+func TestGitHubBubblewrap(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root with bubblewrap installed")
+		}
+		t.Skip("needs root and bubblewrap")
+	}
+	f := githubtest.NewOn(t, peerListener(t))
+	gitHubFlow(t, f, "bubblewrap")
+}
+
+// gitHubFlow is the end-to-end flow over serve with the sandbox backend given.
+func gitHubFlow(t *testing.T, f *githubtest.Fake, backend string) {
 	api := f.AddRepo(githubtest.Repo{ID: 101, Owner: "acme", Name: "api"})
 	secret := f.AddRepo(githubtest.Repo{ID: 102, Owner: "acme", Name: "secret", Private: true})
 	f.InitGit(api)
 	f.InitGit(secret)
 	f.AddInstall(55, "acme", 101, 102)
 	f.LoginAs("octo", 55)
-	base := githubServe(t, f)
+	base := githubServe(t, f, backend)
 	_, agent := scopesAt(t, base)
 	a := must(t, 200, "PATCH", base+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
 	guild := a["guild_id"].(string)
@@ -188,4 +210,68 @@ git clone -q `+f.WebURL()+`/acme/api.git repos/api && cd repos/api && git commit
 	if gr := must(t, 200, "GET", base+"/api/guilds/"+guild+"/repositories", nil); len(gr["repositories"].([]any)) != 0 {
 		t.Fatalf("after delete %v", gr)
 	}
+}
+
+// peerListener listens on a test host of the test's own: a network namespace joined to this one
+// by a veth pair (this side 198.18.2.1, the peer 198.18.2.2), which a bubblewrap sandbox on the
+// user-mode network reaches as it would reach GitHub. A machine that will not make one skips.
+func peerListener(t *testing.T) net.Listener {
+	t.Helper()
+	id := fmt.Sprintf("%d", os.Getpid()%100000)
+	ns, host, peer := "guilds-gh-"+id, "gh"+id+"h", "gh"+id+"p"
+	ip := func(args ...string) error {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %v: %v: %s", args, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	_ = exec.Command("ip", "link", "del", host).Run()
+	_ = exec.Command("ip", "netns", "del", ns).Run()
+	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run(); exec.Command("ip", "netns", "del", ns).Run() })
+	for _, args := range [][]string{
+		{"netns", "add", ns},
+		{"link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns},
+		{"addr", "add", "198.18.2.1/30", "dev", host},
+		{"link", "set", host, "up"},
+		{"-n", ns, "addr", "add", "198.18.2.2/30", "dev", peer},
+		{"-n", ns, "link", "set", peer, "up"},
+		{"-n", ns, "link", "set", "lo", "up"},
+	} {
+		if err := ip(args...); err != nil {
+			t.Skipf("cannot make a test host here: %v", err)
+		}
+	}
+	target, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	self, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	// A socket belongs to the namespace it was made in: listen from a thread inside the peer's.
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	rc := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			rc <- result{err: err}
+			return // the thread stays locked and ends with the goroutine
+		}
+		ln, err := net.Listen("tcp", "198.18.2.2:0")
+		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		rc <- result{ln, err}
+	}()
+	r := <-rc
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.ln
 }

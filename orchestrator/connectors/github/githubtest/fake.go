@@ -4,14 +4,20 @@
 package githubtest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -96,7 +102,11 @@ type Fake struct {
 }
 
 // New starts the fake on a loopback TLS server. Close it with t.Cleanup (done here).
-func New(t testing.TB) *Fake {
+func New(t testing.TB) *Fake { return NewOn(t, nil) }
+
+// NewOn starts the fake on ln (nil: loopback) with a certificate of its own for ln's address, so
+// a sandbox reaching it elsewhere than loopback verifies it with CAFile.
+func NewOn(t testing.TB, ln net.Listener) *Fake {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -107,7 +117,17 @@ func New(t testing.TB) *Fake {
 		Tokens: map[string]Issued{}, codes: map[string]string{}, userToks: map[string]string{}, t: t}
 	f.KeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 	f.GitRoot = t.TempDir()
-	f.Server = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	if ln != nil {
+		f.Server.Listener.Close()
+		f.Server.Listener = ln
+		cert, err := selfSigned(ln.Addr().(*net.TCPAddr).IP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
+	f.Server.StartTLS()
 	t.Cleanup(f.Server.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.Server.Certificate().Raw}), 0o644); err != nil {
@@ -115,6 +135,23 @@ func New(t testing.TB) *Fake {
 	}
 	f.CAFile = ca
 	return f
+}
+
+// selfSigned makes a self-signed certificate (its own CA) for ip.
+func selfSigned(ip net.IP) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "fake GitHub"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IPAddresses: []net.IP{ip},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 func randHex(n int) string {
