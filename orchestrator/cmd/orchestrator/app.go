@@ -50,7 +50,7 @@ commands:
 Configuration comes from the environment and ./.env (the environment wins): GUILDS_LISTEN,
 GUILDS_ADMIN_TOKEN (required by serve), DATABASE_URL (unset: a local PostgreSQL cluster under
 GUILDS_DATA_DIR, default .data/), GUILDS_LOG_LEVEL, GUILDS_SECRET_KEY (32 bytes, base64 or hex: encrypts
-stored credentials; without it Connect is refused), GUILDS_MCP_IDLE (default 10m: an MCP session unused
+stored credentials; unset, serve generates one into GUILDS_DATA_DIR/secret-key and keeps it), GUILDS_MCP_IDLE (default 10m: an MCP session unused
 this long is closed), GUILDS_MCP_LIST_TTL (default 10m: a run start relists an MCP login whose stored
 tool list is older), and the integrations' keys.
 `
@@ -191,6 +191,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if cfg.AdminToken == "" {
 		return errors.New("GUILDS_ADMIN_TOKEN is not set: the operator API needs a bearer token; set it in the environment or .env (make run generates one)")
 	}
+	keySource, err := ensureSecretKey(&cfg, log)
+	if err != nil {
+		return err
+	}
 	reg := registry.New()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -206,7 +210,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err != nil {
 		return err
 	}
-	log.Info("migrations applied", "applied", applied)
+	log.Info("migrations applied", "applied", len(applied))
 	where := "the database at DATABASE_URL"
 	if cluster != nil {
 		cluster.Supervise() // restarts the embedded server should it end; Stop (in stopDB) ends that
@@ -229,7 +233,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err != nil {
 		return err
 	}
-	scr := &scripts.Tools{Store: store, Sandboxes: boxes}
+	sec := &secrets.Service{Store: store} // its Box once the catalog has opened the key, below
+	scr := &scripts.Tools{Store: store, Sandboxes: boxes, SecretEnv: sec.SandboxEnv}
 	if err := scr.Register(reg); err != nil {
 		return fmt.Errorf("register script tools: %w", err)
 	}
@@ -258,7 +263,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	opened = cat.Remote.SessionOpened
 	gh.Box, cat.GitHub = cat.Box, gh
-	sec := &secrets.Service{Store: store, Box: cat.Box}
+	sec.Box = cat.Box
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
 	}
@@ -290,7 +295,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()

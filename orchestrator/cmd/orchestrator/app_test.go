@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,14 @@ func TestServeEmbeddedCluster(t *testing.T) {
 	if st, out := request(t, "POST", "http://"+s.addr+"/api/orgs", map[string]any{"name": "Persisted"}); st != 201 {
 		t.Fatalf("create org: %d %v", st, out)
 	}
+	// GUILDS_SECRET_KEY is unset: serve generates one into the data folder and says so once.
+	if st, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil); st != 200 || fmt.Sprint(inst["secret_key"]) != "map[source:generated]" {
+		t.Fatalf("instance secret_key on the first start: %d %v", st, inst["secret_key"])
+	}
+	key, err := os.ReadFile(filepath.Join(dataDir, "secret-key"))
+	if err != nil || strings.Count(s.stderr.String(), "GUILDS_SECRET_KEY is not set: generated one") != 1 || strings.Contains(s.stderr.String(), strings.TrimSpace(string(key))) {
+		t.Fatalf("generated key %v; log:\n%s", err, s.stderr)
+	}
 	pidFile := filepath.Join(dataDir, "postgres", "data", "postmaster.pid")
 	if _, err := os.Stat(pidFile); err != nil {
 		t.Fatalf("embedded cluster not running: %v", err)
@@ -150,8 +159,13 @@ func TestServeEmbeddedCluster(t *testing.T) {
 		}
 	}
 
+	if !regexp.MustCompile(`"msg":"migrations applied","applied":[1-9][0-9]*[,}]`).MatchString(s.stderr.String()) {
+		t.Fatalf("the first start does not log how many migrations it applied:\n%s", s.stderr)
+	}
+
 	s = startServe(t, env, nil)
 	st, out := request(t, "GET", "http://"+s.addr+"/api/orgs", nil)
+	_, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil)
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("second serve exited %d: %s", code, s.stderr)
 	}
@@ -160,6 +174,12 @@ func TestServeEmbeddedCluster(t *testing.T) {
 	}
 	if strings.Contains(s.stderr.String(), "initialised cluster") {
 		t.Fatalf("second start initialised the cluster again")
+	}
+	if fmt.Sprint(inst["secret_key"]) != "map[source:data_dir]" || strings.Contains(s.stderr.String(), "GUILDS_SECRET_KEY is not set") {
+		t.Fatalf("second start: secret_key %v; log:\n%s", inst["secret_key"], s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), `"msg":"migrations applied","applied":0`) {
+		t.Fatalf("a restart does not log 0 migrations applied:\n%s", s.stderr)
 	}
 }
 
