@@ -21,6 +21,7 @@ type GuildRepository struct {
 	DefaultBranch string    `json:"default_branch"`
 	ConnectionID  string    `json:"connection_id,omitempty"`
 	GitHubID      int64     `json:"github_id,omitempty"`
+	ViaConnection string    `json:"via_connection_id,omitempty"` // an extra URL: the GitHub login found to reach it
 	CreatedAt     time.Time `json:"created_at"`
 }
 

@@ -203,7 +203,7 @@ func (s *Store) RenameGitHubRepo(ctx context.Context, connID string, r orchestra
 		if _, err := tx.Exec(ctx, `UPDATE github_selected SET full_name = $3, url = $4 WHERE connection_id = $1 AND github_id = $2`, connID, r.GitHubID, r.FullName, r.URL); err != nil {
 			return fmt.Errorf("record a rename: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE guild_repositories SET url = $3 WHERE connection_id = $1 AND github_id = $2`, connID, r.GitHubID, r.URL); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE guild_repositories SET url = $3 WHERE (connection_id = $1 OR via_connection_id = $1) AND github_id = $2`, connID, r.GitHubID, r.URL); err != nil {
 			return fmt.Errorf("record a rename: %w", err)
 		}
 		return nil
@@ -212,14 +212,14 @@ func (s *Store) RenameGitHubRepo(ctx context.Context, connID string, r orchestra
 
 // GuildRepositories lists a guild's repositories by name.
 func (s *Store) GuildRepositories(ctx context.Context, guildID string) ([]orchestrator.GuildRepository, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, guild_id, name, url, default_branch, COALESCE(connection_id, ''), COALESCE(github_id, 0), created_at
+	rows, err := s.pool.Query(ctx, `SELECT id, guild_id, name, url, default_branch, COALESCE(connection_id, ''), COALESCE(github_id, 0), COALESCE(via_connection_id, ''), created_at
 		FROM guild_repositories WHERE guild_id = $1 ORDER BY name`, guildID)
 	if err != nil {
 		return nil, fmt.Errorf("list guild repositories: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.GuildRepository, error) {
 		var g orchestrator.GuildRepository
-		err := r.Scan(&g.ID, &g.GuildID, &g.Name, &g.URL, &g.DefaultBranch, &g.ConnectionID, &g.GitHubID, &g.CreatedAt)
+		err := r.Scan(&g.ID, &g.GuildID, &g.Name, &g.URL, &g.DefaultBranch, &g.ConnectionID, &g.GitHubID, &g.ViaConnection, &g.CreatedAt)
 		return g, err
 	})
 	if err != nil {
@@ -286,4 +286,13 @@ func (s *Store) AgentTokens(ctx context.Context, agentID string) ([]orchestrator
 		return nil, fmt.Errorf("read the agent's GitHub tokens: %w", err)
 	}
 	return out, nil
+}
+
+// ResolveGuildRepository records that a login's installation reaches an extra guild URL, with
+// GitHub's id for it.
+func (s *Store) ResolveGuildRepository(ctx context.Context, id, connID string, githubID int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE guild_repositories SET via_connection_id = $2, github_id = $3 WHERE id = $1 AND connection_id IS NULL`, id, connID, githubID); err != nil {
+		return fmt.Errorf("record the login reaching a guild repository: %w", err)
+	}
+	return nil
 }

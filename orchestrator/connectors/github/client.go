@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -21,6 +22,26 @@ type Client struct {
 	Config  Config
 	Now     func() time.Time
 	Backoff time.Duration // the wait before the one retry of a rate-limited or failing token request; 0 is 1 s
+
+	mu     sync.Mutex
+	jwt    string    // the App JWT in use, signed once and reused
+	jwtEnd time.Time // when to sign a new one (a minute before it expires)
+}
+
+// appToken returns the App JWT, signing a new one when the last is within a minute of its end.
+func (c *Client) appToken() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.jwt != "" && now.Before(c.jwtEnd) {
+		return c.jwt, nil
+	}
+	tok, err := c.Config.AppJWT(now)
+	if err != nil {
+		return "", err
+	}
+	c.jwt, c.jwtEnd = tok, now.Add(8*time.Minute)
+	return tok, nil
 }
 
 // Installation is one installation of the App as GitHub lists it.
@@ -205,13 +226,16 @@ func (c *Client) UserInstallations(ctx context.Context, userToken string) ([]Ins
 
 // appCall makes a call authenticated as the App; GitHub's 401 becomes a setup error naming the variables.
 func (c *Client) appCall(ctx context.Context, op, method, path string, body, out any) error {
-	tok, err := c.Config.AppJWT(c.now())
+	tok, err := c.appToken()
 	if err != nil {
 		return err
 	}
 	err = c.do(ctx, op, method, c.Config.APIURL+path, tok, body, out)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		c.mu.Lock()
+		c.jwt = "" // sign afresh next time
+		c.mu.Unlock()
 		return &SetupError{Msg: fmt.Sprintf("GitHub refused the App's token (401: %s): check that %s is the App's id and %s its private key", ae.Message, EnvAppID, EnvPrivateKey)}
 	}
 	return err

@@ -41,6 +41,7 @@ type Store interface {
 	GuildRepositories(ctx context.Context, guildID string) ([]orchestrator.GuildRepository, error)
 	AddGuildRepository(ctx context.Context, r orchestrator.GuildRepository) error
 	DeleteGuildRepository(ctx context.Context, guildID, id string) error
+	ResolveGuildRepository(ctx context.Context, id, connID string, githubID int64) error
 	SaveAgentTokens(ctx context.Context, agentID string, toks []orchestrator.GitHubAgentToken, now time.Time) error
 	AgentTokens(ctx context.Context, agentID string) ([]orchestrator.GitHubAgentToken, error)
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // world: a migrated, seeded database (o1 → g1 → a1, a2), the fake GitHub and the App over it,
 // with local sandboxes.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	store *postgres.Store
@@ -40,7 +40,7 @@ type world struct {
 	a1    orchestrator.Agent
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
@@ -79,7 +79,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // state reads the state out of an authorization URL.
-func state(t *testing.T, raw string) string {
+func state(t testing.TB, raw string) string {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil || u.Query().Get("state") == "" {

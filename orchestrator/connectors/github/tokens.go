@@ -161,7 +161,31 @@ func (s *Service) plan(ctx context.Context, a orchestrator.Agent) ([]need, []orc
 			plain = append(plain, g)
 			continue
 		}
+		add := func(c orchestrator.Connection, inst int64, gr orchestrator.GitHubRepo) {
+			i := slices.IndexFunc(needs, func(n need) bool { return n.conn.ID == c.ID })
+			if i < 0 {
+				needs = append(needs, need{conn: c, inst: inst})
+				i = len(needs) - 1
+			}
+			if !slices.ContainsFunc(needs[i].repos, func(x orchestrator.GitHubRepo) bool { return x.GitHubID == gr.GitHubID }) {
+				needs[i].repos = append(needs[i].repos, gr)
+			}
+		}
 		found := false
+		if g.ViaConnection != "" && g.GitHubID != 0 { // found at an earlier start: no listing
+			if i := slices.IndexFunc(chain, func(c orchestrator.Connection) bool { return c.ID == g.ViaConnection }); i >= 0 {
+				c := chain[i]
+				if c.Status == orchestrator.ConnDisconnected {
+					return nil, nil, orchestrator.Errorf(orchestrator.ECONFLICT, "GitHub login %s (%s), which reaches %s, is disconnected: Connect GitHub again (or remove the repository) before this coding agent's next generation", c.ID, c.AccountHint, g.URL)
+				}
+				inst, _, err := s.Store.GitHubInstallation(ctx, c.ID)
+				if err != nil {
+					return nil, nil, err
+				}
+				add(c, inst, orchestrator.GitHubRepo{GitHubID: g.GitHubID, Name: g.Name, FullName: fullName(g.URL), URL: g.URL, DefaultBranch: g.DefaultBranch})
+				found = true
+			}
+		}
 		for _, c := range chain {
 			if c.Status != orchestrator.ConnConnected || found {
 				continue
@@ -182,15 +206,11 @@ func (s *Service) plan(ctx context.Context, a orchestrator.Agent) ([]need, []orc
 					continue
 				}
 				found = true
-				gr := orchestrator.GitHubRepo{GitHubID: r.ID, Name: g.Name, FullName: r.FullName, URL: r.URL, DefaultBranch: g.DefaultBranch}
-				i := slices.IndexFunc(needs, func(n need) bool { return n.conn.ID == c.ID })
-				if i < 0 {
-					needs = append(needs, need{conn: c, inst: inst})
-					i = len(needs) - 1
+				if err := s.Store.ResolveGuildRepository(ctx, g.ID, c.ID, r.ID); err != nil {
+					return nil, nil, err
 				}
-				if !slices.ContainsFunc(needs[i].repos, func(x orchestrator.GitHubRepo) bool { return x.GitHubID == r.ID }) {
-					needs[i].repos = append(needs[i].repos, gr)
-				}
+				add(c, inst, orchestrator.GitHubRepo{GitHubID: r.ID, Name: g.Name, FullName: r.FullName, URL: r.URL, DefaultBranch: g.DefaultBranch})
+				break
 			}
 		}
 		if !found {
@@ -198,6 +218,15 @@ func (s *Service) plan(ctx context.Context, a orchestrator.Agent) ([]need, []orc
 		}
 	}
 	return needs, plain, nil
+}
+
+// fullName is owner/name of a repository URL.
+func fullName(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 }
 
 // onGitHub reports whether a URL is on the App's git host.
@@ -291,13 +320,21 @@ func (s *Service) Prepare(ctx context.Context, a orchestrator.Agent) ([]Reposito
 		}
 		return nil, nil
 	}
-	var hs []held
-	for _, n := range needs {
-		h, err := s.token(ctx, n)
+	hs := make([]held, len(needs))
+	errs := make([]error, len(needs))
+	var wg sync.WaitGroup
+	for i, n := range needs { // one request per installation, side by side
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hs[i], errs[i] = s.token(ctx, n)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		hs = append(hs, h)
 	}
 	if err := s.write(ctx, a.ID, hs); err != nil {
 		return nil, err
