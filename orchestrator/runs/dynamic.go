@@ -75,7 +75,7 @@ func (s *Service) invokeDynamic(ctx context.Context, run orchestrator.Run, t orc
 	}()
 	out, err := s.Dynamic.Call(ctx, run, t, rc)
 	if err != nil {
-		s.log().Warn("dynamic tool failed", "run_id", run.ID, "call_id", rc.CallID, "tool", t.Name, "err", red.With(rc.Secrets...).Redact(err.Error()))
+		s.log().Log(ctx, failureLevel(err), "dynamic tool failed", "run_id", run.ID, "call_id", rc.CallID, "tool", t.Name, "err", red.With(rc.Secrets...).Redact(err.Error()))
 		return "ERROR: " + err.Error(), nil, "handler"
 	}
 	return out, nil, ""

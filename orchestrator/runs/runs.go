@@ -611,9 +611,24 @@ func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string,
 		if errors.As(err, &detailed) {
 			attrs = append(attrs, "detail", red.With(rc.Secrets...).Redact(detailed.LogDetail()))
 		}
-		s.log().Warn("tool handler failed", attrs...)
+		s.log().Log(ctx, failureLevel(err), "tool handler failed", attrs...)
 		return "ERROR: " + err.Error(), nil, "handler"
 	}
+}
+
+// failureLevel is the log level of a failed call: INFO for the model's mistake (arguments or a
+// request the tool refused: EINVALID, ENOTFOUND, EFORBIDDEN, ECONFLICT), where the operator did
+// nothing wrong; WARN for anything else.
+func failureLevel(err error) slog.Level {
+	var argsErr *registry.ArgsError
+	if errors.As(err, &argsErr) {
+		return slog.LevelInfo
+	}
+	switch orchestrator.ErrorCode(err) {
+	case orchestrator.EINVALID, orchestrator.ENOTFOUND, orchestrator.EFORBIDDEN, orchestrator.ECONFLICT:
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
 }
 
 // marshalMeta encodes the handler's metadata; a value that does not encode is named instead.
