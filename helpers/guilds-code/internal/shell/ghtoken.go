@@ -116,8 +116,8 @@ func parseRemote(config string) (host, repo string) {
 	return splitRemoteURL(origin)
 }
 
-// splitRemoteURL turns https://host/owner/name(.git), ssh://git@host/owner/name and
-// git@host:owner/name into host and owner/name.
+// splitRemoteURL turns https://host[:port]/owner/name(.git), ssh://git@host/owner/name and
+// git@host:owner/name into host (an http(s) one with its port, as the token file names it) and owner/name.
 func splitRemoteURL(u string) (host, repo string) {
 	if u == "" {
 		return "", ""
@@ -128,7 +128,10 @@ func splitRemoteURL(u string) (host, repo string) {
 		if err != nil {
 			return "", ""
 		}
-		host, path = p.Hostname(), p.Path
+		host, path = p.Host, p.Path // with its port, as git's credential helper sees an http(s) host
+		if !strings.HasPrefix(p.Scheme, "http") {
+			host = p.Hostname() // an ssh port is not the https host's
+		}
 	} else if at, rest, ok := strings.Cut(u, ":"); ok && !strings.Contains(at, "/") {
 		if i := strings.LastIndexByte(at, '@'); i >= 0 {
 			at = at[i+1:]

@@ -13,6 +13,8 @@ func TestSplitRemoteURL(t *testing.T) {
 	tests := []struct{ url, host, repo string }{
 		{"https://github.com/owner/name.git", "github.com", "owner/name"},
 		{"https://github.com/owner/name", "github.com", "owner/name"},
+		{"https://ghe.example:8443/owner/name.git", "ghe.example:8443", "owner/name"},
+		{"ssh://git@github.com:22/owner/name.git", "github.com", "owner/name"},
 		{"https://x-access-token@github.com/owner/name/", "github.com", "owner/name"},
 		{"ssh://git@github.com/owner/name.git", "github.com", "owner/name"},
 		{"git@github.com:owner/name.git", "github.com", "owner/name"},
