@@ -59,6 +59,7 @@ type Bubblewrap struct {
 	closed  bool
 	servers map[string]*serverSlot
 	seq     int
+	disk    *diskImages // the workspace images mounted, once a sandbox opened with a quota
 }
 
 // DefaultSandboxIdle is how long an agent's sandbox may go without a call before it stops, and
@@ -92,6 +93,7 @@ type hostSetup struct {
 	netErr  error         // why NetworkUser cannot be had here: every start fails with it
 	rootErr error         // why the sandbox folder cannot serve: every start fails with it
 	filter  []byte        // the seccomp program; nil when it cannot be built here
+	disk    *diskImages   // the workspace quota; nil: none
 	etc     string        // the generated /etc files
 	gid     uint32        // the network helpers' group
 	stageMu sync.Mutex
@@ -188,6 +190,14 @@ func (p *Bubblewrap) prepare() *hostSetup {
 	} else {
 		missing("limits: the orchestrator does not run as root, so it cannot make control groups (no pids, memory or cpu limit)")
 	}
+	h.status.DiskQuota = DiskQuotaNone
+	if h.limits.Disk > 0 && h.rootErr == nil {
+		if d, err := probeDiskImages(p.Root, h.limits.Disk, p.log()); err != nil {
+			missing("disk: no workspace quota (GUILDS_SANDBOX_DISK): %v", err)
+		} else {
+			h.disk, h.status.DiskQuota, h.status.Limits.Disk = d, DiskQuotaImage, h.limits.Disk
+		}
+	}
 	if prog, err := seccomp.Program(); err != nil {
 		missing("seccomp: %v", err)
 	} else {
@@ -242,6 +252,14 @@ func (p *Bubblewrap) Open(ctx context.Context, agentID string) (Sandbox, error) 
 			return nil, err
 		}
 	}
+	if h.disk != nil {
+		p.mu.Lock()
+		p.disk = h.disk // for Close
+		p.mu.Unlock()
+		if err := h.disk.attach(home, o); err != nil {
+			return nil, err
+		}
+	}
 	b := &bwrapBox{p: p, agentID: agentID, home: home, owner: o}
 	b.fileAPI = fileAPI{places: Places{Home: Home, RunDir: RunDir, Tmp: Tmp}, home: home, owner: o, exec: b.Exec}
 	return b, nil
@@ -273,6 +291,12 @@ func (p *Bubblewrap) Close() error {
 		}()
 	}
 	wg.Wait()
+	p.mu.Lock()
+	disk := p.disk
+	p.mu.Unlock()
+	if disk != nil {
+		disk.detachAll()
+	}
 	return nil
 }
 

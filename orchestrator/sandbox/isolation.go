@@ -13,6 +13,7 @@ type Limits struct {
 	CPUWeight int64 // CPU weight against other sandboxes, 1 to 10000, 100 an even share (GUILDS_SANDBOX_CPU)
 	Tmp       int64 // bytes of /tmp (GUILDS_SANDBOX_TMP)
 	Run       int64 // bytes of /run/guilds (GUILDS_SANDBOX_RUN)
+	Disk      int64 // bytes of the agent's workspace, /home/agent (GUILDS_SANDBOX_DISK); 0: no quota
 }
 
 // Default limits of one sandbox.
@@ -54,7 +55,8 @@ type Status struct {
 	Network       string       `json:"network"`
 	Seccomp       bool         `json:"seccomp"`
 	Limits        StatusLimits `json:"limits"`
-	Missing       []string     `json:"missing"` // what this host does not let the sandbox enforce, and why
+	DiskQuota     string       `json:"disk_quota"` // how the workspace quota is enforced: image, or none
+	Missing       []string     `json:"missing"`    // what this host does not let the sandbox enforce, and why
 }
 
 // StatusLimits are the limits in force; 0 means not enforced on this host.
@@ -62,6 +64,7 @@ type StatusLimits struct {
 	Pids   int64 `json:"pids"`
 	Memory int64 `json:"memory"`
 	CPU    int64 `json:"cpu"`
+	Disk   int64 `json:"disk"` // the workspace quota in bytes
 }
 
 // Reporter is a Provider that can say what isolation it gives.

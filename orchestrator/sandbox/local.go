@@ -32,7 +32,7 @@ func (p *Local) Open(ctx context.Context, agentID string) (Sandbox, error) {
 
 // Status says that the local provider isolates nothing.
 func (p *Local) Status() Status {
-	return Status{Backend: p.Kind(), Network: NetworkHost,
+	return Status{Backend: p.Kind(), Network: NetworkHost, DiskQuota: DiskQuotaNone,
 		Missing: []string{"isolation: the local sandbox runs helpers directly on the host as the orchestrator's user; set GUILDS_SANDBOX=bubblewrap"}}
 }
 

@@ -49,5 +49,5 @@ func (u Unavailable) Open(context.Context, string) (Sandbox, error) { return nil
 
 // Status says the sandbox is unavailable, and why.
 func (u Unavailable) Status() Status {
-	return Status{Backend: u.Kind(), Missing: []string{u.Err.Error()}}
+	return Status{Backend: u.Kind(), DiskQuota: DiskQuotaNone, Missing: []string{u.Err.Error()}}
 }

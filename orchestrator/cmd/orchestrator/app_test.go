@@ -303,13 +303,13 @@ func TestInstanceReportsSandbox(t *testing.T) {
 	}
 	_, dsn := pgtest.NewDBWithDSN(t)
 	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
-		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50"}, nil)
+		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_DISK": "1GiB"}, nil)
 	st, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil)
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("serve exited %d: %s", code, s.stderr)
 	}
 	box, _ := json.Marshal(inst["sandbox"])
-	want := `{"backend":"bubblewrap","limits":{"cpu":50,"memory":2147483648,"pids":300},"missing":[],"network":"user","seccomp":true,"user_namespace":true}`
+	want := `{"backend":"bubblewrap","disk_quota":"image","limits":{"cpu":50,"disk":1073741824,"memory":2147483648,"pids":300},"missing":[],"network":"user","seccomp":true,"user_namespace":true}`
 	if st != 200 || string(box) != want {
 		t.Fatalf("instance sandbox: %d %s\nwant %s", st, box, want)
 	}
@@ -317,6 +317,7 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		{"GUILDS_SANDBOX_NETWORK", "wifi", "use user"},
 		{"GUILDS_SANDBOX_MEMORY", "lots", "not a size"},
 		{"GUILDS_SANDBOX_PIDS", "3", "from 64"},
+		{"GUILDS_SANDBOX_DISK", "1MiB", "below the smallest workspace quota"},
 	} {
 		var out, errb syncBuf
 		env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,

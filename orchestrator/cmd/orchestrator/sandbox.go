@@ -139,6 +139,7 @@ func isolationSettings(cfg config.Config, bw *sandbox.Bubblewrap) error {
 		size("GUILDS_SANDBOX_MEMORY", 64<<20, &bw.Limits.Memory),
 		size("GUILDS_SANDBOX_TMP", 1<<20, &bw.Limits.Tmp),
 		size("GUILDS_SANDBOX_RUN", 1<<20, &bw.Limits.Run),
+		diskSetting(cfg, &bw.Limits.Disk),
 		count("GUILDS_SANDBOX_UID_BASE", 65536, 1<<31, &base),
 	} {
 		if err != nil {
@@ -146,6 +147,29 @@ func isolationSettings(cfg config.Config, bw *sandbox.Bubblewrap) error {
 		}
 	}
 	bw.UIDBase = uint32(base)
+	return nil
+}
+
+// diskSetting reads GUILDS_SANDBOX_DISK, each agent's workspace quota: a size (default 10GiB), or
+// none (or 0) for no quota.
+func diskSetting(cfg config.Config, dst *int64) error {
+	v := cfg.Getenv("GUILDS_SANDBOX_DISK")
+	switch v {
+	case "":
+		*dst = sandbox.DefaultDisk
+		return nil
+	case "none", "0":
+		*dst = 0
+		return nil
+	}
+	n, err := sandbox.ParseBytes(v)
+	if err != nil {
+		return fmt.Errorf("GUILDS_SANDBOX_DISK: %w (or none for no quota)", err)
+	}
+	if n < sandbox.MinDisk {
+		return fmt.Errorf("GUILDS_SANDBOX_DISK=%q is below the smallest workspace quota, %d MiB (or set none)", v, sandbox.MinDisk>>20)
+	}
+	*dst = n
 	return nil
 }
 
