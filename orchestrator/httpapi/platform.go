@@ -33,6 +33,42 @@ func (s *Server) platformRoutes(api fiber.Router) {
 	api.Get("/guilds/:id/chat", s.listGroupChat)
 	api.Get("/agents/:id/schedules", s.listAgentSchedules)
 	api.Get("/agents/:id/schedules/:schedule/firings", s.listScheduleFirings)
+	api.Delete("/orgs/:id", s.deleteScope(orchestrator.LevelOrg))
+	api.Delete("/guilds/:id", s.deleteScope(orchestrator.LevelGuild))
+	api.Delete("/agents/:id", s.deleteScope(orchestrator.LevelAgent))
+}
+
+// ScopeDeleter deletes an organisation, guild or agent with everything under it (the foreign keys
+// cascade runs, artifacts, connections and bindings), refusing one with an open run (ECONFLICT);
+// postgres.Store implements it beside orchestrator.ScopeStore.
+type ScopeDeleter interface {
+	DeleteOrg(ctx context.Context, id string) error
+	DeleteGuild(ctx context.Context, id string) error
+	DeleteAgent(ctx context.Context, id string) error
+}
+
+// deleteScope deletes the organisation, guild or agent :id and answers {deleted: id}.
+func (s *Server) deleteScope(level string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		d, ok := s.Scopes.(ScopeDeleter)
+		if !ok {
+			return orchestrator.Errorf(orchestrator.EINTERNAL, "this server's scope store cannot delete")
+		}
+		id, ctx := c.Params("id"), c.UserContext()
+		var err error
+		switch level {
+		case orchestrator.LevelOrg:
+			err = d.DeleteOrg(ctx, id)
+		case orchestrator.LevelGuild:
+			err = d.DeleteGuild(ctx, id)
+		default:
+			err = d.DeleteAgent(ctx, id)
+		}
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"deleted": id})
+	}
 }
 
 // platform returns the platform store, or an error when the server was built without one.
