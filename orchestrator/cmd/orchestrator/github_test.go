@@ -172,11 +172,15 @@ func gitHubFlow(t *testing.T, f *githubtest.Fake, backend string) {
 	host := strings.TrimPrefix(f.WebURL(), "https://")
 	res := shell(t, base, run, `printf '[credential]\n\thelper = "!f() { echo username=evil; echo password=wrong; }; f"\n[user]\n\tname = Ada\n\temail = ada@example.com\n' > ~/.gitconfig
 git clone -q `+f.WebURL()+`/acme/api.git repos/api && cd repos/api && git commit -q --allow-empty -m "pushed by the agent" && git push -q origin main && echo PUSHED && git remote -v`)
-	if !strings.Contains(res, "PUSHED") || !strings.Contains(res, "https://"+host+"/acme/api.git") {
+	if !strings.Contains(res, "PUSHED") || !strings.Contains(res, "https://"+host+"/acme/api.git") || strings.Contains(res, "x-access-token") {
 		t.Fatalf("clone and push: %s", res)
 	}
 	if !strings.Contains(f.GitLog(api), "pushed by the agent") {
 		t.Fatalf("the push did not arrive: %s", f.GitLog(api))
+	}
+	// gh gets the working directory's repository token as GH_TOKEN (masked here), matched with the port.
+	if res := shell(t, base, run, `echo "gh token: [${GH_TOKEN:-none}]"`); !strings.Contains(res, "gh token: [[REDACTED]]") {
+		t.Fatalf("GH_TOKEN in the repository: %s", res)
 	}
 	res = shell(t, base, run, `cd ~ && git clone -q `+f.WebURL()+`/acme/secret.git repos/secret 2>&1; echo "exit $?"; cat "$GUILDS_RUN_DIR/git-tokens.json"`)
 	if strings.Contains(res, "exit 0") || strings.Contains(res, "ghs_") || !strings.Contains(res, "[REDACTED]") {
