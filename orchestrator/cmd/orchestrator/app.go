@@ -229,11 +229,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	boxes := sandboxProvider(cfg, log)
 	gh := githubApp(cfg, store, boxes, ln.Addr().String(), log)
-	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log, gitEnv(gh))
+	sec := &secrets.Service{Store: store} // its Box once the catalog has opened the key, below
+	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log, gitEnv(gh), sec.SandboxEnv)
 	if err != nil {
 		return err
 	}
-	sec := &secrets.Service{Store: store} // its Box once the catalog has opened the key, below
 	scr := &scripts.Tools{Store: store, Sandboxes: boxes, SecretEnv: sec.SandboxEnv}
 	if err := scr.Register(reg); err != nil {
 		return fmt.Errorf("register script tools: %w", err)

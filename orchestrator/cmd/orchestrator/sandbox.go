@@ -64,9 +64,9 @@ func idleSetting(cfg config.Config, name string) (time.Duration, error) {
 // code tools and the browser tools (each agent's headless Chromium starts on its first browser
 // call and stops after GUILDS_CHROMIUM_IDLE without one, default 10m; a bubblewrap sandbox stops
 // after GUILDS_SANDBOX_IDLE without a call, default 30m). The returned func stops those browsers,
-// then the sandboxes. gitEnv is shell's GitHub environment.
-func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config.Config, log *slog.Logger, gitEnv func(context.Context, *registry.Call) ([]string, error)) (func(), error) {
-	if err := (&code.Tools{Sandbox: p, GitEnv: gitEnv}).Register(reg); err != nil {
+// then the sandboxes. gitEnv is shell's GitHub environment, secretEnv the agent's secrets.
+func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config.Config, log *slog.Logger, gitEnv, secretEnv func(context.Context, *registry.Call) ([]string, error)) (func(), error) {
+	if err := (&code.Tools{Sandbox: p, GitEnv: gitEnv, SecretEnv: secretEnv}).Register(reg); err != nil {
 		return nil, fmt.Errorf("register code tools: %w", err)
 	}
 	browsers := &sandbox.Browsers{Provider: p, Log: log}
