@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth/oauthtest"
+	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -478,5 +480,36 @@ func TestOAuthRenewalTiming(t *testing.T) {
 		if c := e.must(200, "GET", "/api/mcp/connections/"+connID, nil); c["status"] != "connected" {
 			t.Fatalf("step %d: login is %v", i, c["status"])
 		}
+	}
+}
+
+// TestOAuthCallbackURL: PUBLIC_BASE_URL plus the callback path when it is set (a client
+// registered for that redirect URI), else the inbound host's.
+func TestOAuthCallbackURL(t *testing.T) {
+	clk := newClock()
+	as := oauthMCP(t, clk)
+	e := newOAuthEnv(t, nil, clk, newBox(t))
+	orgID, guildID, _ := e.scopes()
+	e.must(200, "PATCH", "/api/admin/mcp/servers/notion", map[string]any{"url": as.Resource})
+	redirect := func(out map[string]any) string {
+		u, err := url.Parse(out["authorization_url"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Query().Get("redirect_uri")
+	}
+	inbound := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "notion", "scope": "org", "scope_id": orgID})
+	if got := redirect(inbound); got != "http://example.com/api/mcp/oauth/callback" {
+		t.Fatalf("callback from the inbound host: %s", got)
+	}
+	public := httpapi.New(&httpapi.Server{Scopes: postgres.NewStore(e.env.pool), Bindings: e.svc, AdminToken: token,
+		Getenv: func(k string) string { return map[string]string{"PUBLIC_BASE_URL": "https://guilds.example/"}[k] }})
+	e.app = public
+	out := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "notion", "scope": "guild", "scope_id": guildID})
+	if got := redirect(out); got != "https://guilds.example/api/mcp/oauth/callback" {
+		t.Fatalf("callback with PUBLIC_BASE_URL: %s", got)
+	}
+	if n := e.count("SELECT count(*) FROM mcp_oauth_clients WHERE server_slug = 'notion'"); n != 2 || as.Count("/register") != 2 {
+		t.Fatalf("%d stored clients after %d registrations, want one per redirect URI", n, as.Count("/register"))
 	}
 }
