@@ -264,7 +264,7 @@ func send(ctx context.Context, l adapters.Login, args map[string]any) (string, e
 		return "", err
 	}
 	if c.Solana {
-		return "", adapters.Invalid(provider, "send on solana is not yet built in this orchestrator; nothing was signed or sent")
+		return solanaSend(ctx, l, args)
 	}
 	e, err := openEVM(l, c.Name)
 	if err != nil {
