@@ -230,4 +230,3 @@ func FuzzDecodeTx(f *testing.F) {
 		}
 	})
 }
-

@@ -79,7 +79,7 @@ type meta struct {
 
 // instruction is one instruction before compilation.
 type instruction struct {
-	program pubkey
+	program  pubkey
 	accounts []meta
 	data     []byte
 }
