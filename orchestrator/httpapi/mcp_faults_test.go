@@ -79,74 +79,88 @@ func newFaultServer(t *testing.T, tls bool, tools int) *faultServer {
 	return f
 }
 
-// TestMCPFaultsThroughAPI: each fault of a remote MCP server, met through the run's call API,
-// answers one clear ERROR: line (stored as the call's result, never the key), leaves the run and
-// the login usable, and sends nothing to another host.
-func TestMCPFaultsThroughAPI(t *testing.T) {
-	e := newMCPEnvWith(t, nil, nil, newBox(t), mcp.Config{CallTimeout: 3 * time.Second})
+// faultRun connects the fault server f as "faulty" for a new agent of e and returns a function
+// that calls one of its tools in a run, and one that checks echo still answers.
+func faultRun(t *testing.T, e *mcpEnv, f *faultServer) (call func(name string) string, echoWorks func(after string)) {
+	t.Helper()
 	org, _, agent := e.scopes()
-	f := newFaultServer(t, false, 0)
 	e.must(201, "POST", "/api/admin/mcp/servers", map[string]any{"slug": "faulty", "name": "Faulty", "url": f.URL, "auth": "token"})
 	e.must(201, "POST", "/api/mcp/connections", connectBody("faulty", org, goodKey))
 	run := e.run(agent, map[string]any{"kind": "direct"})
-	call := func(name string) string {
+	call = func(name string) string {
 		t.Helper()
 		res := e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}})
 		return res["result"].(string)
 	}
-	echoWorks := func(after string) {
+	echoWorks = func(after string) {
 		t.Helper()
 		if got := call("faulty_echo"); !strings.HasPrefix(got, "echo: hi") {
 			t.Fatalf("after %s, echo answered %q", after, got)
 		}
 	}
-
-	got := call("faulty_huge")
-	if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "too large") || len(got) > 4096 {
-		t.Errorf("a 20 MiB result: %.300q (%d bytes)", got, len(got))
-	}
-	echoWorks("the oversized result")
-
-	start := time.Now()
-	got = call("faulty_hang")
-	if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, `"faulty"`) || !strings.Contains(got, "did not answer in time") || time.Since(start) > 20*time.Second {
-		t.Errorf("a hanging call: %q after %s", got, time.Since(start))
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for f.cancelled.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if f.cancelled.Load() == 0 {
-		t.Errorf("the server's handler of the timed-out call was never cancelled (no notifications/cancelled)")
-	}
-	echoWorks("the timed-out call")
-
-	got = call("faulty_die")
-	if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "closed the connection before it answered") || strings.Contains(got, "127.0.0.1") {
-		t.Errorf("a server that died mid-call: %q", got)
-	}
-	echoWorks("the server's death")
-
-	other := newFaultServer(t, false, 0)
-	f.redirect.Store(strings.Replace(other.URL, "127.0.0.1", "localhost", 1))
-	got = call("faulty_echo")
-	if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(strings.ToLower(got), "redirect") {
-		t.Errorf("a redirect to another host: %q", got)
-	}
-	other.mu.Lock()
-	reached := len(other.methods)
-	other.mu.Unlock()
-	if reached != 0 {
-		t.Errorf("the other host received requests %v", other.methods)
-	}
-	f.redirect.Store("")
-	echoWorks("the redirect")
-
-	for _, c := range e.must(200, "GET", "/api/runs/"+run+"/calls", nil)["calls"].([]any) {
-		if s := fmt.Sprint(c); strings.Contains(s, goodKey) || strings.Contains(s, strings.Repeat("z", 1<<10)) {
-			t.Fatalf("a stored call holds the key or the oversized result: %.300s", s)
+	t.Cleanup(func() {
+		for _, c := range e.must(200, "GET", "/api/runs/"+run+"/calls", nil)["calls"].([]any) {
+			if s := fmt.Sprint(c); strings.Contains(s, goodKey) || strings.Contains(s, strings.Repeat("z", 1<<10)) {
+				t.Errorf("a stored call holds the key or the oversized result: %.300s", s)
+			}
 		}
-	}
+	})
+	return call, echoWorks
+}
+
+// TestMCPFaultsThroughAPI: each fault of a remote MCP server, met through the run's call API,
+// answers one clear ERROR: line (stored as the call's result, never the key), leaves the run and
+// the login usable, and sends nothing to another host.
+func TestMCPFaultsThroughAPI(t *testing.T) {
+	t.Run("a 20 MiB result, a death mid-call, a redirect to another host", func(t *testing.T) {
+		e := newMCPEnv(t, nil, nil, newBox(t))
+		f := newFaultServer(t, false, 0)
+		call, echoWorks := faultRun(t, e, f)
+		got := call("faulty_huge")
+		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "too large") || len(got) > 4096 {
+			t.Errorf("a 20 MiB result: %.300q (%d bytes)", got, len(got))
+		}
+		echoWorks("the oversized result")
+
+		got = call("faulty_die")
+		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "closed the connection before it answered") || strings.Contains(got, "127.0.0.1") {
+			t.Errorf("a server that died mid-call: %q", got)
+		}
+		echoWorks("the server's death")
+
+		other := newFaultServer(t, false, 0)
+		f.redirect.Store(strings.Replace(other.URL, "127.0.0.1", "localhost", 1))
+		got = call("faulty_echo")
+		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(strings.ToLower(got), "redirect") {
+			t.Errorf("a redirect to another host: %q", got)
+		}
+		other.mu.Lock()
+		reached := len(other.methods)
+		other.mu.Unlock()
+		if reached != 0 {
+			t.Errorf("the other host received requests %v", other.methods)
+		}
+		f.redirect.Store("")
+		echoWorks("the redirect")
+	})
+	t.Run("a call past its timeout", func(t *testing.T) {
+		e := newMCPEnvWith(t, nil, nil, newBox(t), mcp.Config{CallTimeout: 700 * time.Millisecond})
+		f := newFaultServer(t, false, 0)
+		call, echoWorks := faultRun(t, e, f)
+		start := time.Now()
+		got := call("faulty_hang")
+		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, `"faulty"`) || !strings.Contains(got, "did not answer in time") || time.Since(start) > 20*time.Second {
+			t.Errorf("a hanging call: %q after %s", got, time.Since(start))
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for f.cancelled.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if f.cancelled.Load() == 0 {
+			t.Errorf("the server's handler of the timed-out call was never cancelled (no notifications/cancelled)")
+		}
+		echoWorks("the timed-out call")
+	})
 }
 
 // TestMCPListAndTLSFaultsAtConnect: a server listing 10,000 tools connects with the first 1,000
