@@ -94,3 +94,12 @@ type GuildRepos struct {
 	Repositories []GuildRepository `json:"repositories"`
 	Logins       []Connection      `json:"github_logins"`
 }
+
+// RepoClone is what a coding run's start did with one guild repository in the workspace.
+type RepoClone struct {
+	Name  string `json:"name"`
+	URL   string `json:"url"`
+	Path  string `json:"path"`            // /home/agent/repos/<name>
+	Done  string `json:"done"`            // cloned, fetched or failed
+	Error string `json:"error,omitempty"` // git's own words when it failed
+}

@@ -62,6 +62,9 @@ type Run struct {
 type RunState struct {
 	Prices      []PinnedPrice `json:"prices"`                 // the agent's Pinned prices login's coins, quoted at run start
 	PricesError string        `json:"prices_error,omitempty"` // why they could not be quoted (the run started anyway)
+	// Repositories are a coding run's guild repositories as its start cloned (or fetched) them
+	// into /home/agent/repos; a clone that failed says why and did not stop the others.
+	Repositories []RepoClone `json:"repositories,omitempty"`
 }
 
 // PinnedPrice is one pinned coin's quote at run start.

@@ -88,14 +88,6 @@ type need struct {
 	repos []orchestrator.GitHubRepo
 }
 
-// Clone is what a run start's clone of one repository did.
-type Clone struct {
-	Name  string `json:"name"`
-	URL   string `json:"url"`
-	Path  string `json:"path"`
-	Error string `json:"error,omitempty"`
-}
-
 // tokenAAD binds a sealed token to its agent and login.
 func tokenAAD(agentID, connID string) []byte {
 	return []byte("github_agent_tokens:" + agentID + ":" + connID)
@@ -524,4 +516,60 @@ func (s *Service) GitEnv(p sandbox.Places) []string {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
 	}
 	return env
+}
+
+// cloneScript clones $2 into $1, or fetches when $1 already holds a repository; it prints what it did.
+const cloneScript = `if [ -d "$1/.git" ]; then git -C "$1" fetch -q --all --prune && echo fetched; else mkdir -p "$(dirname "$1")" && git clone -q -- "$2" "$1" && echo cloned; fi`
+
+// CloneTimeout bounds one repository's clone or fetch at a run start.
+const CloneTimeout = 5 * time.Minute
+
+// Workspace clones (or fetches) each repository into the agent's repos folder through the
+// credential helper, one after the other; a failure is reported and does not stop the others.
+func (s *Service) Workspace(ctx context.Context, agentID string, repos []Repository) []orchestrator.RepoClone {
+	if len(repos) == 0 {
+		return nil
+	}
+	out := make([]orchestrator.RepoClone, 0, len(repos))
+	box, err := s.Sandboxes.Open(ctx, agentID)
+	if err != nil {
+		for _, r := range repos {
+			out = append(out, orchestrator.RepoClone{Name: r.Name, URL: r.URL, Done: "failed", Error: "the sandbox could not be opened: " + err.Error()})
+		}
+		return out
+	}
+	env := s.GitEnv(box.Places())
+	red := s.redactor(agentID)
+	for _, r := range repos {
+		dir := path.Join(box.Places().Home, "repos", r.Name)
+		c := orchestrator.RepoClone{Name: r.Name, URL: r.URL, Path: path.Join(sandbox.Home, "repos", r.Name)}
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"bash", "-c", cloneScript, "clone", dir, r.URL},
+			Env: append(slices.Clone(env), "GIT_TERMINAL_PROMPT=0"), Timeout: CloneTimeout})
+		switch {
+		case err != nil:
+			c.Done, c.Error = "failed", red(err.Error())
+		case res.ExitCode != 0:
+			c.Done, c.Error = "failed", red(res.StderrLine(fmt.Sprintf("git exited with status %d", res.ExitCode)))
+		default:
+			c.Done = strings.TrimSpace(string(res.Stdout))
+		}
+		if c.Done == "failed" {
+			s.log().Warn("github workspace clone failed", "agent_id", agentID, "repository", r.URL, "err", c.Error)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// redactor masks the agent's tokens in git's messages.
+func (s *Service) redactor(agentID string) func(string) string {
+	hs, _ := s.Tokens.get(agentID)
+	return func(msg string) string {
+		for _, h := range hs {
+			if h.Token != "" {
+				msg = strings.ReplaceAll(msg, h.Token, "[REDACTED]")
+			}
+		}
+		return msg
+	}
 }
