@@ -214,11 +214,12 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 		}
 		return goType{}, false
 	}
-	a, b, ok := strings.Cut(expr, ".")
-	if !ok || !isIdent(b) {
+	i := strings.LastIndexByte(expr, '.')
+	if i <= 0 || !isIdent(expr[i+1:]) {
 		return goType{}, false
 	}
-	// A field: s.cache with s *Store and Store's field cache *Cache.
+	a, b := expr[:i], expr[i+1:]
+	// A field: s.cache with s *Store and Store's field cache *Cache; s.db.pool a field of a field.
 	t, ok := g.goExprType(f, from, a, depth+1)
 	if !ok || t.dir == "" {
 		return goType{}, false
@@ -235,9 +236,14 @@ func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goTyp
 	dir := path.Dir(f.Path)
 	var decl []SymID // the definitions callee may name
 	name := callee
-	if q, n, ok := strings.Cut(callee, "."); ok && !strings.Contains(n, ".") {
+	if i := strings.LastIndexByte(callee, '.'); i > 0 && isIdent(callee[i+1:]) {
+		q, n := callee[:i], callee[i+1:]
 		name = n
-		if dirs, ok := g.goImport(f, q); ok {
+		dirs, isImport := []string(nil), false
+		if isIdent(q) {
+			dirs, isImport = g.goImport(f, q)
+		}
+		if isImport {
 			if len(dirs) == 0 {
 				return goType{}, true // a call into a package outside the repository
 			}
@@ -745,6 +751,10 @@ func (g *Graph) resolveGeneric(fi int32, f *File, r *Ref, cands []SymID) ([]SymI
 		if t := localType(f, r.From, recv); t != "" {
 			if out := filter(cands, func(id SymID) bool { return g.Sym(id).Container == t }); len(out) > 0 {
 				return out, false
+			}
+			if len(g.Named(t)) == 0 {
+				// Its type (or the function that made it) is from outside the repository: so is the method.
+				return nil, false
 			}
 		}
 	}

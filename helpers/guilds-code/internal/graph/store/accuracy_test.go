@@ -70,9 +70,12 @@ func goplsCallers(gopls, remote, root, pos string) (map[site]bool, error) {
 	return sites, nil
 }
 
+// callersModules are the real modules code_callers is measured on, from the module cache.
+var callersModules = []string{"golang.org/x/mod@v0.39.0", "github.com/google/go-cmp@v0.7.0"}
+
 // BenchmarkCallersAccuracy compares code_callers (direction in, depth 1) with gopls's call hierarchy
-// on golang.org/x/mod from the module cache, over a sample of at least 50 functions and methods,
-// and reports precision and recall of the resolved call sites.
+// over every function and method of each module (test files' call sites included), and reports
+// precision and recall of the call sites it lists, and of those it resolved by type alone.
 func BenchmarkCallersAccuracy(b *testing.B) {
 	gopls := goplsBin()
 	if gopls == "" {
@@ -82,49 +85,65 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 	if err != nil {
 		b.Skipf("go env GOMODCACHE: %v", err)
 	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "golang.org", "x", "mod@v0.37.0")
-	if _, err := os.Stat(src); err != nil {
-		b.Skipf("golang.org/x/mod@v0.37.0 is not in the module cache (go mod download golang.org/x/mod@v0.37.0)")
+	var all, typed counts
+	for _, mod := range callersModules {
+		src := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(mod))
+		if _, err := os.Stat(src); err != nil {
+			b.Logf("%s is not in the module cache (go mod download %s): left out", mod, mod)
+			continue
+		}
+		a, t := callersAccuracy(b, gopls, src)
+		b.Logf("code_callers vs gopls on %s, %d functions: every listed site precision %.3f recall %.3f (%d agreed, %d extra, %d missed); typed only precision %.3f recall %.3f",
+			mod, a.functions, a.precision(), a.recall(), a.tp, a.fp, a.fn, t.precision(), t.recall())
+		all.add(a)
+		typed.add(t)
 	}
+	if all.functions == 0 {
+		b.Skip("none of the modules is in the module cache")
+	}
+	b.ReportMetric(all.precision(), "precision")
+	b.ReportMetric(all.recall(), "recall")
+	b.ReportMetric(typed.precision(), "typed_precision")
+	b.ReportMetric(typed.recall(), "typed_recall")
+	b.ReportMetric(float64(all.functions), "functions")
+	b.Logf("code_callers vs gopls call hierarchy, %d functions: precision %.3f, recall %.3f (%d agreed, %d extra, %d missed call sites); typed edges alone: precision %.3f, recall %.3f",
+		all.functions, all.precision(), all.recall(), all.tp, all.fp, all.fn, typed.precision(), typed.recall())
+}
+
+// counts are agreed (tp), extra (fp) and missed (fn) call sites over some functions.
+type counts struct{ tp, fp, fn, functions int }
+
+func (c *counts) add(o counts) {
+	c.tp, c.fp, c.fn, c.functions = c.tp+o.tp, c.fp+o.fp, c.fn+o.fn, c.functions+o.functions
+}
+func (c counts) precision() float64 { return float64(c.tp) / float64(max(1, c.tp+c.fp)) }
+func (c counts) recall() float64    { return float64(c.tp) / float64(max(1, c.tp+c.fn)) }
+
+// callersAccuracy measures one module copied from src: every listed site, and the typed ones alone.
+func callersAccuracy(b *testing.B, gopls, src string) (counts, counts) {
 	root := filepath.Join(b.TempDir(), "mod")
 	graphtest.CopyTree(b, src, root)
 	g, err := Open(context.Background(), root, filepath.Join(b.TempDir(), "cache"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The sample: every function and method of non-test files whose name some call site uses,
-	// taken evenly across the module.
-	called := map[string]bool{}
-	for _, f := range g.Files {
-		for _, r := range f.LoadRefs() {
-			called[r.Name] = true
-		}
-	}
-	var pool []graph.SymID
+	var targets []graph.SymID
 	for fi, f := range g.Files {
-		if f.Lang != "go" || strings.HasSuffix(f.Path, "_test.go") || strings.Contains(f.Path, "testdata/") {
+		if f.Lang != "go" || strings.Contains(f.Path, "testdata/") {
 			continue
 		}
 		for si, s := range f.Syms() {
-			if s.Kind.Callable() && called[s.Name] && s.Name != "init" {
-				pool = append(pool, graph.SymID{F: int32(fi), S: int32(si)})
+			if s.Kind.Callable() && s.Name != "init" && s.Name != "_" {
+				targets = append(targets, graph.SymID{F: int32(fi), S: int32(si)})
 			}
 		}
-	}
-	const want = 60
-	var sample []graph.SymID
-	step := max(1, len(pool)/want)
-	for i := 0; i < len(pool) && len(sample) < want; i += step {
-		sample = append(sample, pool[i])
-	}
-	if len(sample) < 50 {
-		b.Fatalf("only %d functions to sample", len(sample))
 	}
 	// One gopls daemon, started here and stopped by its PID, serves every query from one cache.
 	sock := filepath.Join(b.TempDir(), "gopls.sock")
 	remote := "unix;" + sock
 	daemon := exec.Command(gopls, "serve", "-listen="+remote)
 	daemon.Dir = root
+	daemon.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
 	if err := daemon.Start(); err != nil {
 		b.Fatalf("start gopls: %v", err)
 	}
@@ -139,25 +158,24 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	type result struct {
-		ours, byName, theirs map[site]bool
-		err                  error
+		ours, typed, theirs map[site]bool
+		err                 error
 	}
-	results := make([]result, len(sample))
+	results := make([]result, len(targets))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
-	for i, id := range sample {
+	for i, id := range targets {
 		f := g.Files[id.F]
 		s := g.Sym(id)
-		ours, byName := map[site]bool{}, map[site]bool{}
+		ours, typed := map[site]bool{}, map[site]bool{}
 		for _, e := range g.CallersOf(id) {
 			st := site{g.Files[e.File].Path, int(g.Files[e.File].LoadRefs()[e.Ref].Line)}
-			if e.ByName > 0 {
-				byName[st] = true
-			} else {
-				ours[st] = true
+			ours[st] = true
+			if e.ByName == 0 {
+				typed[st] = true
 			}
 		}
-		results[i].ours, results[i].byName = ours, byName
+		results[i].ours, results[i].typed = ours, typed
 		col := nameColumn(filepath.Join(root, f.Path), int(s.Start), s.Name)
 		if col == 0 {
 			results[i].err = fmt.Errorf("%s:%d: name %s not found on its line", f.Path, s.Start, s.Name)
@@ -172,49 +190,51 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 		}(i, fmt.Sprintf("%s:%d:%d", f.Path, s.Start, col))
 	}
 	wg.Wait()
-	var tp, fp, fn, nameHits, nameAll, measured int
+	var all, typed counts
 	var misses []string
+	tally := func(c *counts, ours, theirs map[site]bool, name string, keep bool) {
+		for st := range ours {
+			if theirs[st] {
+				c.tp++
+			} else {
+				c.fp++
+				if keep {
+					misses = append(misses, fmt.Sprintf("extra %s:%d → %s", st.path, st.line, name))
+				}
+			}
+		}
+		for st := range theirs {
+			if !ours[st] {
+				c.fn++
+				if keep {
+					misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, name))
+				}
+			}
+		}
+	}
+	skipped := 0
 	for i, r := range results {
 		if r.err != nil {
-			b.Logf("skipped: %v", r.err)
+			skipped++
+			if skipped <= 3 {
+				b.Logf("skipped: %v", r.err)
+			}
 			continue
 		}
-		measured++
-		for st := range r.ours {
-			if r.theirs[st] {
-				tp++
-			} else {
-				fp++
-				misses = append(misses, fmt.Sprintf("extra %s:%d → %s", st.path, st.line, g.Sym(sample[i]).Qualified()))
-			}
-		}
-		for st := range r.theirs {
-			if !r.ours[st] {
-				fn++
-				misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, g.Sym(sample[i]).Qualified()))
-			}
-		}
-		for st := range r.byName {
-			nameAll++
-			if r.theirs[st] {
-				nameHits++
-			}
-		}
+		name := g.Sym(targets[i]).Qualified()
+		tally(&all, r.ours, r.theirs, name, true)
+		tally(&typed, r.typed, r.theirs, name, false)
+		all.functions++
+		typed.functions++
 	}
-	if measured < 50 {
-		b.Fatalf("only %d of %d functions measured", measured, len(sample))
+	if all.functions < len(targets)*9/10 {
+		b.Fatalf("only %d of %d functions measured (%d skipped)", all.functions, len(targets), skipped)
 	}
-	precision := float64(tp) / float64(max(1, tp+fp))
-	recall := float64(tp) / float64(max(1, tp+fn))
 	sort.Strings(misses)
-	for _, m := range misses[:min(len(misses), 15)] {
+	for _, m := range misses[:min(len(misses), 25)] {
 		b.Logf("%s", m)
 	}
-	b.ReportMetric(precision, "precision")
-	b.ReportMetric(recall, "recall")
-	b.ReportMetric(float64(measured), "functions")
-	b.Logf("code_callers vs gopls call hierarchy on golang.org/x/mod, %d functions: precision %.3f, recall %.3f (%d agreed, %d extra, %d missed resolved call sites; %d of %d name-matched sites also in gopls)",
-		measured, precision, recall, tp, fp, fn, nameHits, nameAll)
+	return all, typed
 }
 
 // nameColumn is the 1-based byte column of the declared name on a line of a Go file, or 0.
