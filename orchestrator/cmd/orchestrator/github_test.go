@@ -165,18 +165,28 @@ func gitHubFlow(t *testing.T, f *githubtest.Fake, backend string) {
 	}
 
 	// A coding run: its start writes the scoped token; git works on the picked repository only.
-	run := must(t, 201, "POST", base+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	started := must(t, 201, "POST", base+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	run := started["id"].(string)
+	if st, _ := started["state"].(map[string]any); st == nil || len(st["repositories"].([]any)) != 1 ||
+		st["repositories"].([]any)[0].(map[string]any)["done"] != "cloned" || st["repositories"].([]any)[0].(map[string]any)["path"] != "/home/agent/repos/api" {
+		t.Fatalf("the start's workspace: %v", started["state"])
+	}
 	if req := f.LastRequest(); len(req.RepositoryIDs) != 1 || req.RepositoryIDs[0] != 101 {
 		t.Fatalf("token request %+v", req)
 	}
 	host := strings.TrimPrefix(f.WebURL(), "https://")
 	res := shell(t, base, run, `printf '[credential]\n\thelper = "!f() { echo username=evil; echo password=wrong; }; f"\n[user]\n\tname = Ada\n\temail = ada@example.com\n' > ~/.gitconfig
-git clone -q `+f.WebURL()+`/acme/api.git repos/api && cd repos/api && git commit -q --allow-empty -m "pushed by the agent" && git push -q origin main && echo PUSHED && git remote -v`)
-	if !strings.Contains(res, "PUSHED") || !strings.Contains(res, "https://"+host+"/acme/api.git") || strings.Contains(res, "x-access-token") {
+cd ~/repos/api && git pull -q && git commit -q --allow-empty -m "pushed by the agent" && git push -q origin main && echo PUSHED && git remote -v`)
+	if !strings.Contains(res, "PUSHED") || !strings.Contains(res, "origin\thttps://"+host+"/acme/api (push)") || strings.Contains(res, "x-access-token") {
 		t.Fatalf("clone and push: %s", res)
 	}
 	if !strings.Contains(f.GitLog(api), "pushed by the agent") {
 		t.Fatalf("the push did not arrive: %s", f.GitLog(api))
+	}
+	// A second run's start fetches the repository already there.
+	again := must(t, 201, "POST", base+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	if st, _ := again["state"].(map[string]any); st == nil || st["repositories"].([]any)[0].(map[string]any)["done"] != "fetched" {
+		t.Fatalf("the second start's workspace: %v", again["state"])
 	}
 	// gh gets the working directory's repository token as GH_TOKEN (masked here), matched with the port.
 	if res := shell(t, base, run, `echo "gh token: [${GH_TOKEN:-none}]"`); !strings.Contains(res, "gh token: [[REDACTED]]") {
