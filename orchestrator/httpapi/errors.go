@@ -67,6 +67,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 			code, msg = orchestrator.EINTERNAL, fe.Message
 		}
 	}
+	if s.OnError != nil {
+		defer func() { s.OnError(code) }() // the code as answered, after an outage's 503 replaced it
+	}
 	status := statusOf(code)
 	if status == http.StatusInternalServerError && s.Health != nil {
 		// An internal error while the database is down is the outage, which the monitor logs once.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/runs"
@@ -44,6 +45,8 @@ type Server struct {
 	Getenv     func(string) string // the configuration, for the integrations view
 	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
 	Health     Health              // whether the database and the sandbox backend can serve; nil: always
+	Metrics    http.Handler        // GET /metrics (Prometheus text), behind the token; nil: no route
+	OnError    func(code string)   // told the code of every error answered (the metrics); nil: nothing
 	// SecretKeySource says where GUILDS_SECRET_KEY came from, for the instance view (never the key):
 	// environment, data_dir (kept by an earlier start) or generated (at this start); "": none.
 	SecretKeySource string
@@ -116,6 +119,9 @@ func New(s *Server) *fiber.App {
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
+	if s.Metrics != nil {
+		app.Get("/metrics", s.auth, adaptor.HTTPHandler(s.Metrics))
+	}
 	app.Get(oauthCallbackPath, s.githubCallback) // the GitHub App's callbacks; any other goes on to the OAuth logins'
 	app.Get(oauthCallbackPath, s.oauthCallback)  // before /api's bearer check: the operator's browser carries no token
 

@@ -33,6 +33,9 @@ type Service struct {
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
+	// Observe, when set, is told each call's tool, outcome ("ok", an error kind such as
+	// "arguments" or "handler", or "refused") and duration (the metrics).
+	Observe func(tool, outcome string, d time.Duration)
 
 	mu        sync.Mutex
 	snapshots map[string]orchestrator.Run   // runs as last read (snapshot and status), bounded
@@ -507,6 +510,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		return replay(stored, hash)
 	case orchestrator.ErrorCode(err) == orchestrator.ECONFLICT:
 		s.forget(run.ID)
+		s.observe(req.Name, "refused", 0)
 		return CallResult{}, s.refusal(ctx, run)
 	case err != nil:
 		return CallResult{}, err // nothing ran
@@ -536,7 +540,19 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
 		"ms", call.DurationMS, "error", errKind, "result_bytes", len(result))
+	outcome := errKind
+	if outcome == "" {
+		outcome = "ok"
+	}
+	s.observe(req.Name, outcome, finished.Sub(started))
 	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
+}
+
+// observe tells Observe about a call, when it is set.
+func (s *Service) observe(tool, outcome string, d time.Duration) {
+	if s.Observe != nil {
+		s.Observe(tool, outcome, d)
+	}
 }
 
 // completeWait bounds how long a finished call's result waits for the database to take it (an

@@ -300,6 +300,26 @@ func (p *Bubblewrap) Close() error {
 	return nil
 }
 
+// Running counts the agents' sandboxes running now.
+func (p *Bubblewrap) Running() int {
+	p.mu.Lock()
+	slots := make([]*serverSlot, 0, len(p.servers))
+	for _, sl := range p.servers {
+		slots = append(slots, sl)
+	}
+	p.mu.Unlock()
+	n := 0
+	for _, sl := range slots {
+		if sl.mu.TryLock() { // one starting or stopping now is not counted
+			if sl.srv != nil {
+				n++
+			}
+			sl.mu.Unlock()
+		}
+	}
+	return n
+}
+
 // stop ends one agent's sandbox, if it runs; its next call starts it again.
 func (p *Bubblewrap) stop(agentID string) {
 	p.mu.Lock()
