@@ -255,6 +255,8 @@ type intent struct {
 	token  *token   // an ERC-20 transfer: the token
 	amount *big.Int // the token amount of a transfer
 	recv   string   // the recipient of a transfer ("" for call)
+	about  [][2]string // rows that head the result (a swap's quote, an approval sent before it)
+	noSim  bool        // dry run only: skip the simulation (a swap before its approval is mined)
 }
 
 // send answers send: the native coin or an ERC-20 on an EVM chain.
@@ -452,7 +454,11 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	var have *big.Int
 	var idErr, feeErr, gasErr, balErr error
 	both(func() { idErr = e.checkChainID(ctx) }, func() { f, feeErr = e.fees(ctx) },
-		func() { gas, gasErr = e.estimate(ctx, in) }, func() { have, balErr = e.balance(ctx, e.from, "pending") })
+		func() {
+			if !(dry && in.noSim) {
+				gas, gasErr = e.estimate(ctx, in)
+			}
+		}, func() { have, balErr = e.balance(ctx, e.from, "pending") })
 	if err := firstErr(idErr, gasErr, feeErr, balErr); err != nil {
 		return "", err
 	}
@@ -465,6 +471,9 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	}
 	t := adapters.NewTable("field", "value")
 	add := func(k string, v any) { t.Add(k, v) }
+	for _, r := range in.about {
+		add(r[0], r[1])
+	}
 	add("chain", fmt.Sprintf("%s (chain id %d)", e.chain.Name, e.id))
 	add("from", e.from.Hex())
 	if in.recv != "" {
@@ -489,6 +498,10 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 		add("max_priority_fee_per_gas_wei", f.tip.String())
 	}
 	add("max_gas_fee", FormatAmount(maxFee, dec)+" "+sym)
+	if dry && in.noSim {
+		add("status", "dry_run: not simulated (it needs the approval above mined first), nothing signed or sent")
+		return t.String(), nil
+	}
 	if dry {
 		add("status", "dry_run: simulated, nothing signed or sent")
 		return t.String(), nil

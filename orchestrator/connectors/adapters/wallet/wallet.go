@@ -134,7 +134,9 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 		return callContract(ctx, l, args)
 	case "submit":
 		return submit(ctx, l, args)
-	case "swap", "uniswap_swap", "opensea_buy", "opensea_list", "opensea_accept_offer", "opensea_collection_offer", "opensea_cancel_order":
+	case "swap":
+		return swap(ctx, l, args)
+	case "uniswap_swap", "opensea_buy", "opensea_list", "opensea_accept_offer", "opensea_collection_offer", "opensea_cancel_order":
 		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
 	}
 	return "", adapters.UnknownTool(provider, tool)

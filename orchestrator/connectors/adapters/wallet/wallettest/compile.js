@@ -13,5 +13,7 @@ for (const e of out.errors || []) {
   if (e.severity === "error") { console.error(e.formattedMessage); process.exit(1); }
 }
 const c = out.contracts["TestToken.sol"].TestToken;
+const sw = out.contracts["TestToken.sol"].TestSwap;
 fs.writeFileSync(path.join(__dirname, "TestToken.json"),
-  JSON.stringify({ compiler: "solc " + solc.version(), abi: c.abi, bytecode: "0x" + c.evm.bytecode.object }, null, 1) + "\n");
+  JSON.stringify({ compiler: "solc " + solc.version(), abi: c.abi, bytecode: "0x" + c.evm.bytecode.object,
+    swap_abi: sw.abi, swap_bytecode: "0x" + sw.evm.bytecode.object }, null, 1) + "\n");

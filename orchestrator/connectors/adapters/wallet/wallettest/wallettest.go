@@ -185,17 +185,61 @@ func (n *Node) TokenBalance(t testing.TB, token, owner string) *big.Int {
 // (6 decimals) and returns its address.
 func (n *Node) DeployToken(t testing.TB, supply *big.Int) string {
 	t.Helper()
-	var fx struct {
-		Bytecode string `json:"bytecode"`
+	return n.deploy(t, fixture(t).Bytecode+fmt.Sprintf("%064x", supply))
+}
+
+// DeploySwap deploys the TestSwap pool from the dev account and returns its address.
+func (n *Node) DeploySwap(t testing.TB) string {
+	t.Helper()
+	return n.deploy(t, fixture(t).SwapBytecode)
+}
+
+// Transact sends a transaction from an unlocked dev account and waits for its success.
+func (n *Node) Transact(t testing.TB, from, to, data string, value *big.Int) {
+	t.Helper()
+	tx := map[string]any{"from": from, "to": to, "data": data}
+	if value != nil {
+		tx["value"] = fmt.Sprintf("0x%x", value)
 	}
+	n.wait(t, n.send(t, tx))
+}
+
+// TransferToken moves a token amount from an unlocked dev account.
+func (n *Node) TransferToken(t testing.TB, token, from, to string, amount *big.Int) {
+	t.Helper()
+	n.Transact(t, from, token, "0xa9059cbb"+strings.Repeat("0", 24)+strings.ToLower(strings.TrimPrefix(to, "0x"))+fmt.Sprintf("%064x", amount), nil)
+}
+
+type fixtureJSON struct {
+	Bytecode     string `json:"bytecode"`
+	SwapBytecode string `json:"swap_bytecode"`
+}
+
+func fixture(t testing.TB) fixtureJSON {
+	var fx fixtureJSON
 	if err := json.Unmarshal(tokenJSON, &fx); err != nil {
 		t.Fatal(err)
 	}
-	arg := fmt.Sprintf("%064x", supply)
+	return fx
+}
+
+func (n *Node) deploy(t testing.TB, code string) string {
+	t.Helper()
+	return n.wait(t, n.send(t, map[string]any{"from": DevAddr, "data": code}))
+}
+
+func (n *Node) send(t testing.TB, tx map[string]any) string {
+	t.Helper()
 	var hash string
-	if err := json.Unmarshal(n.Must(t, "eth_sendTransaction", map[string]any{"from": DevAddr, "data": fx.Bytecode + arg}), &hash); err != nil {
+	if err := json.Unmarshal(n.Must(t, "eth_sendTransaction", tx), &hash); err != nil {
 		t.Fatal(err)
 	}
+	return hash
+}
+
+// wait polls for a receipt, fails unless it succeeded, and returns the created contract (if any).
+func (n *Node) wait(t testing.TB, hash string) string {
+	t.Helper()
 	var rc struct {
 		Contract string `json:"contractAddress"`
 		Status   string `json:"status"`
@@ -204,16 +248,15 @@ func (n *Node) DeployToken(t testing.TB, supply *big.Int) string {
 		raw := n.Must(t, "eth_getTransactionReceipt", hash)
 		if string(raw) != "null" {
 			if err := json.Unmarshal(raw, &rc); err != nil || rc.Status != "0x1" {
-				t.Fatalf("deploy: %s %v", raw, err)
+				t.Fatalf("transaction %s: %s %v", hash, raw, err)
 			}
-			break
+			return rc.Contract
 		}
 		if i == 200 {
-			t.Fatal("deploy: no receipt within 10 s")
+			t.Fatalf("transaction %s: no receipt within 10 s", hash)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return rc.Contract
 }
 
 func hexBig(t testing.TB, raw json.RawMessage) *big.Int {
