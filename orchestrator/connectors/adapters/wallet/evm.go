@@ -252,9 +252,9 @@ type intent struct {
 	to     common.Address
 	value  *big.Int
 	data   []byte
-	token  *token   // an ERC-20 transfer: the token
-	amount *big.Int // the token amount of a transfer
-	recv   string   // the recipient of a transfer ("" for call)
+	token  *token      // an ERC-20 transfer: the token
+	amount *big.Int    // the token amount of a transfer
+	recv   string      // the recipient of a transfer ("" for call)
 	about  [][2]string // rows that head the result (a swap's quote, an approval sent before it)
 	noSim  bool        // dry run only: skip the simulation (a swap before its approval is mined)
 }

@@ -266,7 +266,9 @@ func swap(ctx context.Context, l adapters.Login, args map[string]any) (string, e
 	if err := decodeNumbers(body, &quote); err != nil {
 		return "", &adapters.Error{Kind: adapters.KindMalformed, Provider: "LiFi", Msg: "answered a quote that is not the expected JSON"}
 	}
-	refuse := func(why string) error { return adapters.Invalid(provider, "LiFi's quote was refused, nothing was signed: "+why) }
+	refuse := func(why string) error {
+		return adapters.Invalid(provider, "LiFi's quote was refused, nothing was signed: "+why)
+	}
 	if quote.Tx == nil {
 		return "", refuse("it carries no transaction")
 	}

@@ -60,8 +60,8 @@ func lifiFake(t *testing.T, p *pool, tamper *func(map[string]any)) *adapterstest
 		quote := map[string]any{
 			"type": "lifi", "id": "a7c1e2d4-quote", "tool": "testswap", "toolDetails": map[string]any{"key": "testswap", "name": "TestSwap"},
 			"action": map[string]any{"fromChainId": 1, "toChainId": 1, "fromAmount": q.Get("fromAmount"), "slippage": 0.005,
-				"fromToken": map[string]any{"address": q.Get("fromToken"), "chainId": 1, "decimals": 6, "symbol": "TUSD"},
-				"toToken":   map[string]any{"address": q.Get("toToken"), "chainId": 1, "decimals": 6, "symbol": "TUSD"},
+				"fromToken":   map[string]any{"address": q.Get("fromToken"), "chainId": 1, "decimals": 6, "symbol": "TUSD"},
+				"toToken":     map[string]any{"address": q.Get("toToken"), "chainId": 1, "decimals": 6, "symbol": "TUSD"},
 				"fromAddress": q.Get("fromAddress"), "toAddress": q.Get("toAddress")},
 			"estimate": map[string]any{"tool": "testswap", "approvalAddress": p.swp, "fromAmount": q.Get("fromAmount"), "toAmount": out.String(), "toAmountMin": min.String(),
 				"executionDuration": 30, "feeCosts": []any{}, "gasCosts": []any{map[string]any{"type": "SEND", "amount": "100000000000000"}}},
