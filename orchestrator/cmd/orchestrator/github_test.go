@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -288,4 +289,92 @@ func peerListener(t *testing.T) net.Listener {
 		t.Fatal(r.err)
 	}
 	return r.ln
+}
+
+// TestGitHubCallbackHops: through the API and the browser's hops, the setup redirect (no code)
+// sends the browser to user authorization with the same state and a short-lived cookie, which
+// finds the login when GitHub comes back without the state; a user reaching two installations gets
+// the picker; an installation waiting for approval leaves the login pending; and a box without the
+// App's variables answers Connect with 422 naming them.
+func TestGitHubCallbackHops(t *testing.T) {
+	f := githubtest.New(t)
+	f.AddInstall(61, "acme")
+	f.AddInstall(62, "other")
+	f.LoginAs("octo", 61)
+	base := githubServe(t, f, "local")
+	org, agent := scopesAt(t, base)
+	a := must(t, 200, "GET", base+"/api/agents/"+agent, nil)
+	guild := a["guild_id"].(string)
+
+	f.Mu.Lock()
+	f.SetupRedirect, f.DropState = true, true
+	f.Mu.Unlock()
+	out := must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "org", "scope_id": org})
+	jar, _ := cookiejar.New(nil)
+	if st, page := browse(t, f, jar, out["authorization_url"].(string)); st != 200 || !strings.Contains(page, "Connected") || !strings.Contains(page, "acme") {
+		t.Fatalf("setup redirect and cookie: %d %s", st, page)
+	}
+	f.Mu.Lock()
+	f.SetupRedirect, f.DropState = false, false
+	f.Mu.Unlock()
+
+	// The organisation has a login: the guild's Connect goes to user authorization; two installations: the picker.
+	f.LoginAs("octo", 61, 62)
+	out = must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "guild", "scope_id": guild})
+	authURL := out["authorization_url"].(string)
+	if !strings.HasPrefix(authURL, f.WebURL()+"/login/oauth/authorize?") {
+		t.Fatalf("second connect: %v", out)
+	}
+	if st, page := browse(t, f, jar, authURL); st != 200 || !strings.Contains(page, "Pick a GitHub account") || !strings.Contains(page, "installation 62") {
+		t.Fatalf("picker page %d %s", st, page)
+	}
+	u, _ := url.Parse(authURL)
+	state := u.Query().Get("state")
+	list := must(t, 200, "GET", base+"/api/mcp/oauth/github-installation?state="+url.QueryEscape(state), nil)
+	if n := len(list["installations"].([]any)); n != 2 {
+		t.Fatalf("picker %v", list)
+	}
+	if st, out := request(t, "POST", base+"/api/mcp/oauth/github-installation", map[string]any{"state": state, "installation_id": "x"}); st != 422 {
+		t.Fatalf("a pick that is not a number: %d %v", st, out)
+	}
+	c := must(t, 200, "POST", base+"/api/mcp/oauth/github-installation", map[string]any{"state": state, "installation_id": 62})
+	if c["status"] != "connected" || c["account_hint"] != "other" || c["scope"] != "guild" {
+		t.Fatalf("picked %v", c)
+	}
+
+	// An installation an organisation owner must approve: the login stays pending.
+	out = must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "agent", "scope_id": agent})
+	u, _ = url.Parse(out["authorization_url"].(string))
+	st, page := browse(t, f, jar, base+"/api/mcp/oauth/callback?setup_action=request&state="+url.QueryEscape(u.Query().Get("state")))
+	if st != 200 || !strings.Contains(page, "approval") {
+		t.Fatalf("request page %d %s", st, page)
+	}
+	if c := must(t, 200, "GET", base+"/api/mcp/connections/"+out["connection"].(map[string]any)["id"].(string), nil); c["status"] != "pending" {
+		t.Fatalf("after a request %v", c)
+	}
+	// A forged state is refused.
+	if st, page := browse(t, f, jar, base+"/api/mcp/oauth/callback?code=x&state=forged"); st != 400 {
+		t.Fatalf("forged state %d %s", st, page)
+	}
+}
+
+// TestGitHubNotSetUp: without the App's variables, Connect is a 422 with setup_state unsupported
+// naming them, the access view says unsupported, and nothing is written.
+func TestGitHubNotSetUp(t *testing.T) {
+	s, base := adapterServe(t, "local")
+	_ = s
+	org, _ := scopesAt(t, base)
+	st, out := request(t, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "org", "scope_id": org})
+	if st != 422 || !strings.Contains(errText(out), "setup_state: unsupported") || !strings.Contains(errText(out), "GITHUB_APP_ID, GITHUB_APP_SLUG, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_CLIENT_ID, GITHUB_APP_CLIENT_SECRET") {
+		t.Fatalf("connect: %d %v", st, out)
+	}
+	if conns := must(t, 200, "GET", base+"/api/mcp/connections", nil); len(conns["connections"].([]any)) != 0 {
+		t.Fatalf("wrote %v", conns)
+	}
+	access := must(t, 200, "GET", base+"/api/orgs/"+org+"/tools", nil)
+	for _, s := range access["mcp_servers"].([]any) {
+		if s := s.(map[string]any); s["slug"] == "github" && s["oauth_setup_state"] != "unsupported" {
+			t.Fatalf("github access %v", s)
+		}
+	}
 }

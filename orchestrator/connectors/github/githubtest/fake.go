@@ -92,6 +92,11 @@ type Fake struct {
 	TokenFaults []int
 	TokenTTL    time.Duration // 0: one hour
 
+	// SetupRedirect makes the install page come back as GitHub's setup redirect (installation_id,
+	// setup_action and state, no code); DropState makes user authorization come back without the state.
+	SetupRedirect bool
+	DropState     bool
+
 	Requests []TokenRequest
 	Tokens   map[string]Issued
 	JWTs     int               // App JWTs verified
@@ -275,8 +280,14 @@ func (f *Fake) redirect(w http.ResponseWriter, r *http.Request, install bool) {
 		fail(w, 400, "unknown client_id")
 		return
 	}
-	q := url.Values{"code": {f.Code(user)}}
-	if s := r.URL.Query().Get("state"); s != "" {
+	f.Mu.Lock()
+	setup, drop := f.SetupRedirect && install, f.DropState && !install
+	f.Mu.Unlock()
+	q := url.Values{}
+	if !setup {
+		q.Set("code", f.Code(user))
+	}
+	if s := r.URL.Query().Get("state"); s != "" && !drop {
 		q.Set("state", s)
 	}
 	if install {
