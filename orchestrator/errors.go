@@ -24,6 +24,7 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	Fields  map[string]any // extra members of the API's error object (setup_state, missing); nil: none
 }
 
 // Error returns the message.

@@ -82,5 +82,14 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	} else if status >= 500 {
 		s.log().Error("request failed", "method", c.Method(), "path", c.Path(), "err", err.Error())
 	}
+	var de *orchestrator.Error
+	if errors.As(err, &de) && len(de.Fields) > 0 && de.Code == code {
+		body := map[string]any{}
+		for k, v := range de.Fields {
+			body[k] = v
+		}
+		body["code"], body["message"] = code, msg
+		return c.Status(status).JSON(map[string]any{"error": body})
+	}
 	return c.Status(status).JSON(errorBody{Error: errorDetail{Code: code, Message: msg}})
 }
