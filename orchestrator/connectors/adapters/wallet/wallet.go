@@ -136,7 +136,9 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 		return submit(ctx, l, args)
 	case "swap":
 		return swap(ctx, l, args)
-	case "uniswap_swap", "opensea_buy", "opensea_list", "opensea_accept_offer", "opensea_collection_offer", "opensea_cancel_order":
+	case "uniswap_swap":
+		return uniswapSwap(ctx, l, args)
+	case "opensea_buy", "opensea_list", "opensea_accept_offer", "opensea_collection_offer", "opensea_cancel_order":
 		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
 	}
 	return "", adapters.UnknownTool(provider, tool)
