@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,17 +460,9 @@ func (s *Service) AddGuildRepository(ctx context.Context, guildID string, p Pick
 	if err != nil {
 		return orchestrator.GuildRepository{}, err
 	}
-	u := strings.TrimSpace(p.URL)
-	if !strings.HasPrefix(u, "https://") || strings.ContainsAny(u, " \t\r\n@") || len(u) > 500 {
-		return orchestrator.GuildRepository{}, orchestrator.Errorf(orchestrator.EINVALID, "url must be an https git URL without credentials, such as https://github.com/owner/name, got %q", clip(u))
-	}
-	name := strings.TrimSpace(p.Name)
-	if name == "" {
-		name = u[strings.LastIndexByte(strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git"), '/')+1:]
-		name = strings.TrimSuffix(strings.TrimSuffix(name, "/"), ".git")
-	}
-	if !repoName.MatchString(name) {
-		return orchestrator.GuildRepository{}, orchestrator.Errorf(orchestrator.EINVALID, "name %q must be 1 to 100 letters, digits, '.', '-' or '_' (the folder under /home/agent/repos)", clip(name))
+	name, u, err := CheckExtra(p)
+	if err != nil {
+		return orchestrator.GuildRepository{}, err
 	}
 	r := orchestrator.GuildRepository{ID: orchestrator.NewID("grp"), GuildID: g.ID, Name: name, URL: u, DefaultBranch: strings.TrimSpace(p.DefaultBranch), CreatedAt: s.now()}
 	if err := s.Store.AddGuildRepository(ctx, r); err != nil {
@@ -487,4 +480,24 @@ func (s *Service) DeleteGuildRepository(ctx context.Context, guildID, id string)
 func (s *Service) BeginLogin(ctx context.Context, owner orchestrator.Chain) (orchestrator.Connection, string, error) {
 	b, err := s.Begin(ctx, owner)
 	return b.Connection, b.AuthorizationURL, err
+}
+
+// CheckExtra checks an extra guild URL as the operator sent it: an https URL with a host and no
+// credentials, and its folder name (the URL's last part unless given) of letters, digits, '.',
+// '-' or '_', never "." or "..".
+func CheckExtra(p Pick) (name, rawURL string, err error) {
+	u := strings.TrimSpace(p.URL)
+	parsed, perr := url.Parse(u)
+	if perr != nil || parsed.Scheme != "https" || parsed.Host == "" || parsed.User != nil || strings.ContainsAny(u, " \t\r\n@?#") || len(u) > 500 {
+		return "", "", orchestrator.Errorf(orchestrator.EINVALID, "url must be an https git URL without credentials, such as https://github.com/owner/name, got %q", clip(u))
+	}
+	name = strings.TrimSpace(p.Name)
+	if name == "" {
+		trimmed := strings.TrimSuffix(strings.TrimSuffix(parsed.Path, "/"), ".git")
+		name = trimmed[strings.LastIndexByte(trimmed, '/')+1:]
+	}
+	if !repoName.MatchString(name) || name == "." || name == ".." {
+		return "", "", orchestrator.Errorf(orchestrator.EINVALID, "name %q must be 1 to 100 letters, digits, '.', '-' or '_' (the folder under /home/agent/repos)", clip(name))
+	}
+	return name, u, nil
 }
