@@ -46,6 +46,12 @@ var helperBins = sync.OnceValues(func() (string, error) {
 
 // githubServe starts serve over the fake GitHub with local sandboxes.
 func githubServe(t *testing.T, f *githubtest.Fake, backend string) string {
+	base, _ := githubServeLog(t, f, backend)
+	return base
+}
+
+// githubServeLog is githubServe that also returns serve's log.
+func githubServeLog(t *testing.T, f *githubtest.Fake, backend string) (string, *syncBuf) {
 	t.Helper()
 	bins, err := helperBins()
 	if err != nil {
@@ -64,7 +70,7 @@ func githubServe(t *testing.T, f *githubtest.Fake, backend string) string {
 	f.Mu.Lock()
 	f.Callback = api + "/api/mcp/oauth/callback"
 	f.Mu.Unlock()
-	return api
+	return api, s.stderr
 }
 
 // browse follows a URL the way the operator's browser does (cookies kept) and returns the last page.
@@ -124,7 +130,7 @@ func gitHubFlow(t *testing.T, f *githubtest.Fake, backend string) {
 	f.InitGit(secret)
 	f.AddInstall(55, "acme", 101, 102)
 	f.LoginAs("octo", 55)
-	base := githubServe(t, f, backend)
+	base, logs := githubServeLog(t, f, backend)
 	_, agent := scopesAt(t, base)
 	a := must(t, 200, "PATCH", base+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
 	guild := a["guild_id"].(string)
@@ -207,6 +213,16 @@ cd ~/repos/api && git pull -q && git commit -q --allow-empty -m "pushed by the a
 				t.Fatal("a stored result holds a token")
 			}
 		}
+	}
+
+	// No token, client secret or private key in serve's log.
+	for tok := range issued {
+		if strings.Contains(logs.String(), tok) {
+			t.Fatal("serve's log holds an installation token")
+		}
+	}
+	if l := logs.String(); strings.Contains(l, f.ClientSecret) || strings.Contains(l, "PRIVATE KEY") || !strings.Contains(l, "github connected") {
+		t.Fatalf("serve's log holds a secret of the App, or misses the connection: %.2000s", l)
 	}
 
 	// Uninstalled: the next generation fails naming the login, which is disconnected.
