@@ -119,9 +119,7 @@ func New(s *Server) *fiber.App {
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
-	if s.Metrics != nil {
-		app.Get("/metrics", s.auth, adaptor.HTTPHandler(s.Metrics))
-	}
+	app.Get("/metrics", s.auth, s.metrics())
 	app.Get(oauthCallbackPath, s.githubCallback) // the GitHub App's callbacks; any other goes on to the OAuth logins'
 	app.Get(oauthCallbackPath, s.oauthCallback)  // before /api's bearer check: the operator's browser carries no token
 
@@ -183,6 +181,16 @@ func (s *Server) recoverAndLog(c *fiber.Ctx) (err error) {
 		return s.errorHandler(c, err)
 	}
 	return nil
+}
+
+// metrics serves the Prometheus handler, or 404 when the server has none.
+func (s *Server) metrics() fiber.Handler {
+	if s.Metrics == nil {
+		return func(*fiber.Ctx) error {
+			return orchestrator.Errorf(orchestrator.ENOTFOUND, "metrics are not served by this server")
+		}
+	}
+	return adaptor.HTTPHandler(s.Metrics)
 }
 
 // readyz answers 200 while the database and the sandbox backend can serve, 503 naming what cannot.
