@@ -185,7 +185,17 @@ type solTx struct {
 	message   []byte   // the bytes signed
 	version   int      // -1 legacy, else the v0 version number
 	signers   []pubkey // the first header.numRequiredSignatures static keys
+	keys      []pubkey // every static account key
 	blockhash pubkey
+	ixs       []compiledIx
+}
+
+// compiledIx is one instruction as the message holds it: indexes into the account keys (a v0
+// index past the static keys points into an address table).
+type compiledIx struct {
+	program  int
+	accounts []int
+	data     []byte
 }
 
 // maxTxSize is Solana's packet limit for a serialized transaction.
@@ -241,6 +251,7 @@ func decodeTx(b []byte) (*solTx, error) {
 		if i < nReq {
 			tx.signers = append(tx.signers, k)
 		}
+		tx.keys = append(tx.keys, k)
 		p += 32
 	}
 	copy(tx.blockhash[:], m[p:p+32])
@@ -253,13 +264,20 @@ func decodeTx(b []byte) (*solTx, error) {
 		if p >= len(m) {
 			return nil, errors.New("the message ends inside an instruction")
 		}
-		p++ // program id index
+		ix := compiledIx{program: int(m[p])}
+		if ix.program >= nKeys {
+			return nil, errors.New("an instruction's program is not among the static account keys")
+		}
+		p++
 		na, q, err := readShortVec(m, p)
 		if err != nil {
 			return nil, err
 		}
 		if p = q + na; p > len(m) {
 			return nil, errors.New("an instruction's accounts do not fit the message")
+		}
+		for _, a := range m[q:p] {
+			ix.accounts = append(ix.accounts, int(a))
 		}
 		nd, q, err := readShortVec(m, p)
 		if err != nil {
@@ -268,6 +286,8 @@ func decodeTx(b []byte) (*solTx, error) {
 		if p = q + nd; p > len(m) {
 			return nil, errors.New("an instruction's data does not fit the message")
 		}
+		ix.data = m[q:p]
+		tx.ixs = append(tx.ixs, ix)
 	}
 	if tx.version == 0 {
 		nLookups, q, err := readShortVec(m, p)
@@ -294,6 +314,31 @@ func decodeTx(b []byte) (*solTx, error) {
 		return nil, errors.New("the message has bytes after its end")
 	}
 	return tx, nil
+}
+
+// lamportsOut sums the lamports the system program's Transfer and CreateAccount instructions
+// move out of from; false when another system instruction spends from it (which it cannot sum).
+func (tx *solTx) lamportsOut(from pubkey) (uint64, bool) {
+	var sum uint64
+	for _, ix := range tx.ixs {
+		if tx.keys[ix.program] != systemProgram || len(ix.accounts) == 0 || ix.accounts[0] >= len(tx.keys) || tx.keys[ix.accounts[0]] != from {
+			continue
+		}
+		if len(ix.data) < 12 {
+			return 0, false
+		}
+		switch binary.LittleEndian.Uint32(ix.data) {
+		case 0, 2: // CreateAccount, Transfer: lamports at 4..12
+			v := binary.LittleEndian.Uint64(ix.data[4:12])
+			if sum+v < sum {
+				return 0, false
+			}
+			sum += v
+		default:
+			return 0, false
+		}
+	}
+	return sum, true
 }
 
 // encode writes the transaction back with its signatures.

@@ -267,6 +267,9 @@ func submit(ctx context.Context, l adapters.Login, args map[string]any) (string,
 	return s.simulateAndSend(ctx, t, tx, dryRun(args))
 }
 
+// ed25519Sign signs a message with the wallet's Solana key.
+func ed25519Sign(s *sol, msg []byte) []byte { return ed25519.Sign(s.key, msg) }
+
 // simulateAndSend simulates the signed transaction (a failure is an ERROR with its logs and
 // nothing sent), then unless a dry run sends it and waits up to ReceiptWait for confirmation.
 func (s *sol) simulateAndSend(ctx context.Context, t *adapters.Table, tx *solTx, dry bool) (string, error) {

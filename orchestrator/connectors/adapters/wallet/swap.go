@@ -318,8 +318,3 @@ func decodeNumbers(body []byte, out any) error {
 	d.UseNumber()
 	return d.Decode(out)
 }
-
-// jupiterSwap answers swap on solana (Jupiter).
-func jupiterSwap(ctx context.Context, l adapters.Login, args map[string]any) (string, error) {
-	return "", adapters.Invalid(provider, "swap on solana (Jupiter) is not yet built in this orchestrator; nothing was signed or sent")
-}

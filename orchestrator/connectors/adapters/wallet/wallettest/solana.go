@@ -34,6 +34,11 @@ type Solana struct {
 	statuses  map[string]string // signature → "" (success) or its error
 	Sent      int               // transactions executed
 	Rejected  []string          // why each refused transaction was refused
+	// SwapProgram is a test pool program: data (amount in, amount out) as two u64, accounts
+	// [user (signer), user's source, user's destination, pool's source, pool's destination].
+	SwapProgram solana.PublicKey
+	// PoolOwner owns the pool's token accounts.
+	PoolOwner solana.PublicKey
 }
 
 // TokenAcct is an SPL token account.
@@ -45,7 +50,7 @@ type TokenAcct struct {
 // NewSolana starts the bank; key "" accepts any path.
 func NewSolana(t testing.TB, key string) *Solana {
 	s := &Solana{Lamports: map[string]uint64{}, Mints: map[string]uint8{}, Tokens: map[string]*TokenAcct{}, Slot: 312_000_000,
-		valid: map[solana.Hash]bool{}, statuses: map[string]string{}}
+		valid: map[solana.Hash]bool{}, statuses: map[string]string{}, SwapProgram: solana.NewWallet().PublicKey(), PoolOwner: solana.NewWallet().PublicKey()}
 	s.NewBlockhash()
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if key != "" && !strings.HasSuffix(r.URL.Path, "/"+key) {
@@ -97,6 +102,20 @@ func (s *Solana) NewMint(t testing.TB, decimals uint8, owner string, amount uint
 	}
 	s.Tokens[ata.String()] = &TokenAcct{Mint: mint.String(), Owner: owner, Amount: amount}
 	return mint.String()
+}
+
+// Fill gives owner's associated token account of mint amount more, creating it when missing.
+func (s *Solana) Fill(owner, mint string, amount uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ata, _, _ := solana.FindAssociatedTokenAddress(solana.MustPublicKeyFromBase58(owner), solana.MustPublicKeyFromBase58(mint))
+	a := s.Tokens[ata.String()]
+	if a == nil {
+		a = &TokenAcct{Mint: mint, Owner: owner}
+		s.Tokens[ata.String()] = a
+	}
+	a.Amount += amount
+	return ata.String()
 }
 
 // TokenBalance is owner's associated token account balance of mint (0 when it has none).
@@ -209,7 +228,7 @@ func (s *Solana) handle(method string, ps []json.RawMessage) (any, *rpcErr) {
 		}
 		// Execute on a copy; keep it only for sendTransaction.
 		lam, tok := clone(s.Lamports), cloneTokens(s.Tokens)
-		logs, xerr := execute(tx, lam, tok, s.Mints)
+		logs, xerr := execute(tx, lam, tok, s.Mints, s.SwapProgram)
 		if method == "simulateTransaction" {
 			var e any
 			if xerr != nil {
@@ -288,7 +307,7 @@ func cloneTokens(m map[string]*TokenAcct) map[string]*TokenAcct {
 }
 
 // execute runs the instructions the bank knows, charging 5000 lamports per signature.
-func execute(tx *solana.Transaction, lam map[string]uint64, tok map[string]*TokenAcct, mints map[string]uint8) ([]string, error) {
+func execute(tx *solana.Transaction, lam map[string]uint64, tok map[string]*TokenAcct, mints map[string]uint8, swapProgram solana.PublicKey) ([]string, error) {
 	keys := tx.Message.AccountKeys
 	n := int(tx.Message.Header.NumRequiredSignatures)
 	payer := keys[0].String()
@@ -380,6 +399,34 @@ func execute(tx *solana.Transaction, lam map[string]uint64, tok map[string]*Toke
 			}
 			s.Amount -= v
 			t.Amount += v
+		case prog.Equals(swapProgram):
+			if len(ix.Data) != 16 {
+				return logs, errors.New("swap: bad instruction data")
+			}
+			user, ui, e1 := acct(0)
+			us, _, e2 := acct(1)
+			ud, _, e3 := acct(2)
+			ps, _, e4 := acct(3)
+			pd, _, e5 := acct(4)
+			if err := errors.Join(e1, e2, e3, e4, e5); err != nil {
+				return logs, err
+			}
+			in, out := binary.LittleEndian.Uint64(ix.Data[:8]), binary.LittleEndian.Uint64(ix.Data[8:])
+			a, b, c, d := tok[us], tok[ud], tok[ps], tok[pd]
+			switch {
+			case !signer(ui):
+				return logs, errors.New("swap: the user did not sign")
+			case a == nil || b == nil || c == nil || d == nil:
+				return logs, errors.New("swap: a token account does not exist")
+			case a.Owner != user || b.Owner != user || a.Mint != c.Mint || b.Mint != d.Mint:
+				return logs, errors.New("swap: accounts do not match")
+			case a.Amount < in || d.Amount < out:
+				return logs, errors.New("swap: insufficient funds")
+			}
+			a.Amount -= in
+			c.Amount += in
+			d.Amount -= out
+			b.Amount += out
 		default:
 			return logs, fmt.Errorf("unsupported program %s", prog)
 		}
