@@ -41,6 +41,7 @@ type OAuthProtocol interface {
 type OAuthStore interface {
 	OAuthClientFor(ctx context.Context, server, issuer, redirectURI string) (orchestrator.OAuthClient, []byte, error)
 	SaveOAuthClient(ctx context.Context, c orchestrator.OAuthClient, sealedSecret []byte) (orchestrator.OAuthClient, []byte, error)
+	SaveConfiguredOAuthClient(ctx context.Context, c orchestrator.OAuthClient, sealedSecret []byte) (orchestrator.OAuthClient, []byte, error)
 	BeginOAuth(ctx context.Context, w orchestrator.OAuthBegin) (orchestrator.Connection, error)
 	TakeOAuthState(ctx context.Context, stateHash []byte) (orchestrator.OAuthPending, error)
 	AbandonOAuth(ctx context.Context, connectionID string) (bool, error)
@@ -411,6 +412,9 @@ func (s *Service) ConnectLogin(ctx context.Context, req ConnectRequest) (Login, 
 	if srv.Kind == orchestrator.ServerGitHub && s.GitHub != nil {
 		return s.connectGitHub(ctx, srv, req)
 	}
+	if s.googleOAuth(srv) {
+		return s.beginGoogle(ctx, srv, req)
+	}
 	if !s.dynamicOAuth(srv) {
 		conn, err := s.Connect(ctx, req)
 		return Login{Connection: conn}, err
@@ -422,23 +426,8 @@ func (s *Service) ConnectLogin(ctx context.Context, req ConnectRequest) (Login, 
 // and callback URL, and a pending connection holding the state and the sealed PKCE verifier.
 func (s *Service) beginOAuth(ctx context.Context, srv orchestrator.MCPServer, req ConnectRequest) (Login, error) {
 	o := s.Remote.OAuth
-	if req.Scope == orchestrator.ScopePlatform {
-		return Login{}, orchestrator.Errorf(orchestrator.EFORBIDDEN, "platform-scope Connect is reserved; connect %s at an org, guild or agent", srv.Name)
-	}
-	owner, err := s.chain(ctx, req.Scope, req.ScopeID)
+	owner, err := s.checkBrowserLogin(ctx, srv, req)
 	if err != nil {
-		return Login{}, err
-	}
-	if s.Box == nil || o.Box == nil {
-		return Login{}, orchestrator.Errorf(orchestrator.EINVALID, "%s is not set, so tokens cannot be stored encrypted; set it (openssl rand -base64 32) in the environment or .env and restart", sealed.KeyVar)
-	}
-	if len(req.Credentials) > 0 || len(req.PinnedPrices.Coins) > 0 {
-		return Login{}, orchestrator.Errorf(orchestrator.EINVALID, "%s takes no credentials or settings: it connects through a browser login; send only server, scope and scope_id", srv.Name)
-	}
-	if utf8.RuneCountInString(req.AccountHint) > 200 {
-		return Login{}, orchestrator.Errorf(orchestrator.EINVALID, "account_hint is %d characters; at most 200", utf8.RuneCountInString(req.AccountHint))
-	}
-	if err := checkCallback(req.CallbackURL); err != nil {
 		return Login{}, err
 	}
 	m, err := o.Protocol.Discover(ctx, srv.URL)
@@ -470,6 +459,34 @@ func (s *Service) beginOAuth(ctx context.Context, srv orchestrator.MCPServer, re
 	if err != nil {
 		return Login{}, oauthFailure(srv, "building the authorization request", err)
 	}
+	return s.pendingLogin(ctx, srv, owner, client, m, a)
+}
+
+// checkBrowserLogin checks a Connect that starts a browser login and places its owner.
+func (s *Service) checkBrowserLogin(ctx context.Context, srv orchestrator.MCPServer, req ConnectRequest) (orchestrator.Chain, error) {
+	if req.Scope == orchestrator.ScopePlatform {
+		return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.EFORBIDDEN, "platform-scope Connect is reserved; connect %s at an org, guild or agent", srv.Name)
+	}
+	owner, err := s.chain(ctx, req.Scope, req.ScopeID)
+	if err != nil {
+		return orchestrator.Chain{}, err
+	}
+	if s.Box == nil || s.Remote.OAuth.Box == nil {
+		return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.EINVALID, "%s is not set, so tokens cannot be stored encrypted; set it (openssl rand -base64 32) in the environment or .env and restart", sealed.KeyVar)
+	}
+	if len(req.Credentials) > 0 || len(req.PinnedPrices.Coins) > 0 {
+		return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.EINVALID, "%s takes no credentials or settings: it connects through a browser login; send only server, scope and scope_id", srv.Name)
+	}
+	if utf8.RuneCountInString(req.AccountHint) > 200 {
+		return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.EINVALID, "account_hint is %d characters; at most 200", utf8.RuneCountInString(req.AccountHint))
+	}
+	return owner, checkCallback(req.CallbackURL)
+}
+
+// pendingLogin stores the pending connection with the authorization's state and sealed verifier.
+func (s *Service) pendingLogin(ctx context.Context, srv orchestrator.MCPServer, owner orchestrator.Chain, client orchestrator.OAuthClient,
+	m orchestrator.OAuthServer, a orchestrator.OAuthAuthorization) (Login, error) {
+	o, now := s.Remote.OAuth, s.now()
 	hash := stateHash(a.State)
 	verifier := []byte(a.Verifier)
 	conn, err := o.Store.BeginOAuth(ctx, orchestrator.OAuthBegin{Server: srv, Owner: owner, NewID: orchestrator.NewID(orchestrator.PrefixConnection),
@@ -584,16 +601,26 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	if err != nil {
 		return fail("exchanging the code for tokens failed: %v", err)
 	}
-	listID := orchestrator.NewID(strings.TrimSuffix(verifyPrefix, "_"))
-	listing, err := s.Remote.Client.ListTools(ctx, RemoteLogin{ConnectionID: listID, Server: srv, Bearer: staticBearer(tok.AccessToken)})
-	s.Remote.Client.Forget(listID)
-	if err == nil {
-		err = rejectedListing(srv, listing.Tools)
-	}
-	if err != nil {
-		return fail("the login worked but listing %s's tools with it failed: %s", srv.Name, pipelineScrub(err.Error(), tok))
-	}
+	var listing RemoteListing
+	var tools []orchestrator.ListedTool
 	hint := tok.AccountHint
+	if srv.Kind == orchestrator.ServerLocal {
+		hint, tools, err = s.localOAuthListing(ctx, srv, tok)
+		if err != nil {
+			return fail("the login worked but %s refused its token: %s", srv.Name, pipelineScrub(err.Error(), tok))
+		}
+	} else {
+		listID := orchestrator.NewID(strings.TrimSuffix(verifyPrefix, "_"))
+		listing, err = s.Remote.Client.ListTools(ctx, RemoteLogin{ConnectionID: listID, Server: srv, Bearer: staticBearer(tok.AccessToken)})
+		s.Remote.Client.Forget(listID)
+		if err == nil {
+			err = rejectedListing(srv, listing.Tools)
+		}
+		if err != nil {
+			return fail("the login worked but listing %s's tools with it failed: %s", srv.Name, pipelineScrub(err.Error(), tok))
+		}
+		tools = listedRemote(s.log(), srv, listing.Tools)
+	}
 	if hint == "" {
 		if u, err := url.Parse(p.Meta.Issuer); err == nil {
 			hint = u.Hostname()
@@ -603,7 +630,6 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	if err != nil {
 		return fail("encode the tokens: %v", err)
 	}
-	tools := listedRemote(s.log(), srv, listing.Tools)
 	conn, err := o.Store.CompleteOAuth(ctx, orchestrator.OAuthComplete{ConnectionID: p.ConnectionID, Server: srv, Owner: p.Owner,
 		Seal: func(id string) []byte { return o.Box.Seal(plain, SealedFor(id)) }, ExpiresAt: tok.ExpiresAt, ClientID: p.Client.ID, Meta: p.Meta,
 		AccountHint: hint, Tools: tools, Transport: listing.Transport, Now: now})

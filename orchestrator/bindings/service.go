@@ -254,6 +254,9 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	case s.dynamicOAuth(srv):
 		l, err := s.beginOAuth(ctx, srv, req)
 		return l.Connection, err
+	case s.googleOAuth(srv):
+		l, err := s.beginGoogle(ctx, srv, req)
+		return l.Connection, err
 	case srv.Auth == orchestrator.AuthOAuth:
 		return orchestrator.Connection{}, orchestrator.Errorf(orchestrator.EINVALID, "%s connects through a browser OAuth login, which this orchestrator does not offer yet; nothing was written", srv.Name)
 	case srv.Auth == orchestrator.AuthNone && srv.Kind == orchestrator.ServerRemote:

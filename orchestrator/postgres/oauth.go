@@ -226,3 +226,17 @@ func (s *Store) RefreshOAuth(ctx context.Context, connectionID string, fn func(o
 // keepExpired is how long an expired state is kept so that its callback can say it expired
 // (rather than that it is unknown); BeginOAuth drops older ones.
 const keepExpired = 24 * time.Hour
+
+// SaveConfiguredOAuthClient stores the box's own client of a server (Google's, from the
+// environment) for an issuer and redirect URI, replacing the id and secret a changed environment
+// brings, and returns the row.
+func (s *Store) SaveConfiguredOAuthClient(ctx context.Context, c orchestrator.OAuthClient, sealedSecret []byte) (orchestrator.OAuthClient, []byte, error) {
+	_, err := s.pool.Exec(ctx, `INSERT INTO mcp_oauth_clients (server_slug, issuer, redirect_uri, client_id, client_secret, auth_method, registered_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (server_slug, issuer, redirect_uri) DO UPDATE SET client_id = EXCLUDED.client_id,
+		client_secret = EXCLUDED.client_secret, auth_method = EXCLUDED.auth_method`,
+		c.Server, c.Issuer, c.RedirectURI, c.ClientID, sealedSecret, c.AuthMethod, c.RegisteredAt)
+	if err != nil {
+		return c, nil, fmt.Errorf("store the configured OAuth client of %s: %w", c.Server, err)
+	}
+	return s.OAuthClientFor(ctx, c.Server, c.Issuer, c.RedirectURI)
+}
