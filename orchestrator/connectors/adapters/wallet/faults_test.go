@@ -106,4 +106,3 @@ func TestDroppedTransaction(t *testing.T) {
 		t.Fatalf("balance %s", node.Balance(t, to))
 	}
 }
-
