@@ -38,6 +38,7 @@ type LocalCall struct {
 	Tool         string            // the bare curated name, e.g. search
 	Args         map[string]any    // checked against the listed schema
 	Run          *orchestrator.Run // the calling run; nil for the operator's test call
+	Bearer       Bearer            // an OAuth login's token source (Gmail); nil for a token login
 }
 
 // keyInvalid is a local call error after which the login is marked disconnected.
@@ -68,7 +69,7 @@ func (r *Remote) callLocal(ctx context.Context, row orchestrator.MCPLogin, login
 		}
 	}
 	out, err := r.Local.Call(ctx, LocalCall{Server: row.Server, ConnectionID: login.ConnectionID, Credentials: login.Credentials,
-		Tool: tool.RemoteName, Args: m, Run: run})
+		Tool: tool.RemoteName, Args: m, Run: run, Bearer: login.Bearer})
 	var ki keyInvalid
 	if err != nil && errors.As(err, &ki) && ki.KeyInvalid() {
 		if _, serr := r.Store.SetConnectionStatus(context.WithoutCancel(ctx), login.ConnectionID, orchestrator.ConnDisconnected, r.now()); serr != nil {

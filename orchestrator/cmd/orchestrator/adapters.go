@@ -16,6 +16,7 @@ import (
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/alchemy"      // registers alchemy
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/coingecko"    // registers coingecko
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/dexpaprika"   // registers dexpaprika
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/gmail"        // registers gmail
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/pinnedprices" // registers pinned_prices
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/qonto"        // registers qonto
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/twitterapi"   // registers twitterapi
@@ -110,6 +111,7 @@ func (a localAdapters) Call(ctx context.Context, c bindings.LocalCall) (string, 
 		return "", err
 	}
 	l := adapters.NewLogin(c.Server, c.Credentials, nil, nil)
+	l.Bearer = c.Bearer
 	if c.Run != nil && a.Sandboxes != nil {
 		l.Files = workspaceFiles{boxes: a.Sandboxes, agentID: c.Run.AgentID, runID: c.Run.ID}
 	}

@@ -37,6 +37,15 @@ type Login struct {
 	Now         func() time.Time  // nil is time.Now
 	Coins       []string          // Pinned prices: the coin ids Verify checks are quoted
 	Files       FileReader        // Qonto upload_invoice: the run's sandbox file API
+	Bearer      Bearer            // an OAuth login's access token (Gmail), renewed by the orchestrator; nil: read credentials
+}
+
+// Bearer is an OAuth login's token source (bindings.Bearer): the Authorization header of each
+// request, one renewal after a 401, and the renewed tokens sent, which a result must not show.
+type Bearer interface {
+	Header(ctx context.Context) (http.Header, error)
+	Rejected(ctx context.Context) error
+	Renewed() []string
 }
 
 // FileReader reads a file of the agent's workspace through the sandbox file API (a path under
