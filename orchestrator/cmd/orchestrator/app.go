@@ -285,6 +285,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}, gh),
 		Log:     log,
 	}
+	met := newMetrics(pool, boxes)
+	svc.Observe = met.observeCall
+	if addr := cfg.Getenv("GUILDS_METRICS_LISTEN"); addr != "" {
+		mctx, stopMetrics := context.WithCancel(ctx)
+		waitMetrics, err := met.serveMetrics(mctx, addr, log)
+		if err != nil {
+			stopMetrics()
+			return err
+		}
+		defer func() { stopMetrics(); waitMetrics() }()
+	}
 	if _, err := svc.RecoverCalls(ctx); err != nil {
 		return err
 	}
@@ -296,7 +307,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Metrics: met.handler(), OnError: met.observeError, Log: log})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
