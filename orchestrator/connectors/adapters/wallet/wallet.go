@@ -138,7 +138,11 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 		return swap(ctx, l, args)
 	case "uniswap_swap":
 		return uniswapSwap(ctx, l, args)
-	case "opensea_buy", "opensea_list", "opensea_accept_offer", "opensea_collection_offer", "opensea_cancel_order":
+	case "opensea_buy":
+		return openseaBuy(ctx, l, args)
+	case "opensea_cancel_order":
+		return openseaCancel(ctx, l, args)
+	case "opensea_list", "opensea_accept_offer", "opensea_collection_offer":
 		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
 	}
 	return "", adapters.UnknownTool(provider, tool)

@@ -32,6 +32,9 @@ const (
 //go:embed TestToken.json
 var tokenJSON []byte
 
+//go:embed TestSeaport.json
+var seaportJSON []byte
+
 // anvilPath finds the anvil binary: GUILDS_ANVIL, else tools/chain's npm package in the repository.
 func anvilPath() (string, error) {
 	if p := os.Getenv("GUILDS_ANVIL"); p != "" {
@@ -192,6 +195,29 @@ func (n *Node) DeployToken(t testing.TB, supply *big.Int) string {
 func (n *Node) DeploySwap(t testing.TB) string {
 	t.Helper()
 	return n.deploy(t, fixture(t).SwapBytecode)
+}
+
+// DeployNFT deploys the ERC-721 fixture and returns its address.
+func (n *Node) DeployNFT(t testing.TB) string {
+	t.Helper()
+	return n.deploy(t, seaFixture(t).NFT)
+}
+
+// DeploySeaport deploys TestSeaport (Seaport 1.6's basic order and cancel) and returns its address.
+func (n *Node) DeploySeaport(t testing.TB) string {
+	t.Helper()
+	return n.deploy(t, seaFixture(t).Seaport)
+}
+
+func seaFixture(t testing.TB) struct{ NFT, Seaport string } {
+	var fx struct {
+		NFT     string `json:"nft_bytecode"`
+		Seaport string `json:"seaport_bytecode"`
+	}
+	if err := json.Unmarshal(seaportJSON, &fx); err != nil {
+		t.Fatal(err)
+	}
+	return struct{ NFT, Seaport string }{fx.NFT, fx.Seaport}
 }
 
 // Transact sends a transaction from an unlocked dev account and waits for its success.

@@ -1,0 +1,152 @@
+package wallet
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/wallettest"
+)
+
+// market is anvil with an NFT the second dev account lists, and TestSeaport.
+type market struct {
+	node          *wallettest.Node
+	nft, seaport  string
+	fee           string
+	price, payout *big.Int
+}
+
+func newMarket(t *testing.T) *market {
+	node := wallettest.Anvil(t, 1, alchemyKey)
+	m := &market{node: node, nft: common.HexToAddress(node.DeployNFT(t)).Hex(), seaport: common.HexToAddress(node.DeploySeaport(t)).Hex(),
+		fee: "0x0000000000000000000000000000000000000Fee", price: ether("1"), payout: ether("0.975")}
+	node.Transact(t, wallettest.DevAddr, m.nft, "0x"+sel("mint(address,uint256)")+pad(wallettest.Dev2Addr)+fmt.Sprintf("%064x", 42), nil)
+	node.Transact(t, wallettest.Dev2Addr, m.nft, "0x"+sel("setApprovalForAll(address,bool)")+pad(m.seaport)+fmt.Sprintf("%064x", 1), nil)
+	return m
+}
+
+func (m *market) owner(t *testing.T, id int64) string {
+	var s string
+	decode(t, m.node.Must(t, "eth_call", map[string]any{"to": m.nft, "data": "0x" + sel("ownerOf(uint256)") + fmt.Sprintf("%064x", id)}, "latest"), &s)
+	return common.HexToAddress(s).Hex()
+}
+
+// openseaFake is OpenSea's v2 API on loopback (X-API-KEY checked): a collection's best listing,
+// an NFT's collection and best listing, the listing's fulfillment data (Seaport's basic order,
+// 0.975 ETH to the seller and 0.025 ETH fee), and orders by hash; tamper edits the fulfillment.
+func openseaFake(t *testing.T, m *market, tamper *func(map[string]any)) *adapterstest.Fake {
+	f := adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("X-API-KEY") == openseaKey })
+	l := map[string]any{"order_hash": "0x" + strings.Repeat("ab", 32), "chain": "ethereum", "protocol_address": m.seaport, "type": "basic", "status": "ACTIVE", "remaining_quantity": 1,
+		"price": map[string]any{"current": map[string]any{"currency": "ETH", "decimals": 18, "value": m.price.String()}}}
+	f.JSON("GET /api/v2/listings/collection/test-apes/best", 200, mustJSON(map[string]any{"listings": []any{l}, "next": ""}))
+	f.JSON("GET /api/v2/listings/collection/test-apes/nfts/42/best", 200, mustJSON(l))
+	f.JSON("GET /api/v2/chain/ethereum/contract/"+m.nft+"/nfts/42", 200, mustJSON(map[string]any{"nft": map[string]any{"identifier": "42", "collection": "test-apes", "contract": m.nft}}))
+	f.Handle("POST /api/v2/listings/fulfillment_data", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Fulfiller struct{ Address string } `json:"fulfiller"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		now := time.Now().Unix()
+		params := map[string]any{"considerationToken": nativeEVM, "considerationIdentifier": "0", "considerationAmount": m.payout.String(),
+			"offerer": wallettest.Dev2Addr, "zone": nativeEVM, "offerToken": m.nft, "offerIdentifier": "42", "offerAmount": "1", "basicOrderType": 0,
+			"startTime": fmt.Sprint(now - 3600), "endTime": fmt.Sprint(now + 86400), "zoneHash": "0x" + strings.Repeat("00", 32), "salt": "27182818284590452353",
+			"offererConduitKey": "0x0000007b02230091a7ed01230072f7006a004d60a8d4e71d599b8104250f0000", "fulfillerConduitKey": "0x" + strings.Repeat("00", 32),
+			"totalOriginalAdditionalRecipients": "1", "additionalRecipients": []any{map[string]any{"amount": new(big.Int).Sub(m.price, m.payout).String(), "recipient": m.fee}},
+			"signature": "0x" + strings.Repeat("11", 65)}
+		tx := map[string]any{"function": "fulfillBasicOrder_efficient_6GL6yc((address,uint256,uint256,address,address,address,uint256,uint256,uint8,uint256,uint256,bytes32,uint256,bytes32,bytes32,uint256,(uint256,address)[],bytes))",
+			"chain": 1, "to": m.seaport, "value": m.price.String(), "input_data": map[string]any{"parameters": params}}
+		out := map[string]any{"protocol": "seaport1.6", "fulfillment_data": map[string]any{"transaction": tx, "orders": []any{}}}
+		if *tamper != nil {
+			(*tamper)(out)
+		}
+		_ = jsonEncode(w, out)
+	})
+	order := func(offerer string) []byte {
+		return mustJSON(map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("cd", 32), "protocol_address": m.seaport, "protocol_data": map[string]any{
+			"parameters": map[string]any{"offerer": offerer, "zone": nativeEVM, "orderType": 0, "startTime": "1700000000", "endTime": "1900000000",
+				"zoneHash": "0x" + strings.Repeat("00", 32), "salt": "77", "conduitKey": "0x" + strings.Repeat("00", 32), "counter": "0", "totalOriginalConsiderationItems": 1,
+				"offer":         []any{map[string]any{"itemType": 2, "token": m.nft, "identifierOrCriteria": "7", "startAmount": "1", "endAmount": "1"}},
+				"consideration": []any{map[string]any{"itemType": 0, "token": nativeEVM, "identifierOrCriteria": "0", "startAmount": "1000", "endAmount": "1000", "recipient": offerer}}},
+			"signature": "0x"}}})
+	}
+	f.JSON("GET /api/v2/orders/chain/ethereum/protocol/"+seaport16+"/0x"+strings.Repeat("cd", 32), 200, order(wallettest.DevAddr))
+	f.JSON("GET /api/v2/orders/chain/ethereum/protocol/"+seaport16+"/0x"+strings.Repeat("ef", 32), 200, order(wallettest.Dev2Addr))
+	return f
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func TestOpenSeaBuyAndCancel(t *testing.T) {
+	m := newMarket(t)
+	var tamper func(map[string]any)
+	f := openseaFake(t, m, &tamper)
+	l := login(t, m.node.Proxy, f.URL, goodCreds(t))
+	seller, fee := m.node.Balance(t, wallettest.Dev2Addr), m.node.Balance(t, m.fee)
+
+	if _, err := call(t, l, "opensea_buy", map[string]any{"chain": "ethereum", "collection": "test-apes", "max_price": "0.5"}); err == nil || !strings.Contains(err.Error(), "costs 1 ETH, above max_price 0.5") {
+		t.Fatalf("max_price: %v", err)
+	}
+	n := m.node.Nonce(t, wallettest.DevAddr)
+	for _, tc := range []struct {
+		name   string
+		tamper func(map[string]any)
+		says   string
+	}{
+		{"another chain", func(o map[string]any) {
+			o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["chain"] = 8453
+		}, "for chain 8453"},
+		{"more value", func(o map[string]any) {
+			o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["value"] = ether("2").String()
+		}, "not the listed 1000000000000000000"},
+		{"another contract", func(o map[string]any) {
+			o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["to"] = wallettest.Dev2Addr
+		}, "not the listing's contract"},
+		{"a hidden extra payout", func(o map[string]any) {
+			p := o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["input_data"].(map[string]any)["parameters"].(map[string]any)
+			p["considerationAmount"] = ether("1").String()
+		}, "pays out 1025000000000000000 wei but sends 1000000000000000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tamper = tc.tamper
+			defer func() { tamper = nil }()
+			if _, err := call(t, l, "opensea_buy", map[string]any{"chain": "ethereum", "collection": "test-apes"}); err == nil || !strings.Contains(adapters.Message(err), tc.says) {
+				t.Fatalf("%v, want %q", err, tc.says)
+			}
+		})
+	}
+	if m.node.Nonce(t, wallettest.DevAddr) != n {
+		t.Fatal("a refused listing sent a transaction")
+	}
+	out, err := call(t, l, "opensea_buy", map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "42", "max_price": "1"})
+	if err != nil || field(out, "status") != "success" || field(out, "price") != "1 ETH" {
+		t.Fatalf("buy %q %v", out, err)
+	}
+	if got := m.owner(t, 42); got != wallettest.DevAddr {
+		t.Fatalf("NFT owner %s", got)
+	}
+	if d := new(big.Int).Sub(m.node.Balance(t, wallettest.Dev2Addr), seller); d.Cmp(m.payout) != 0 {
+		t.Fatalf("the seller got %s", d)
+	}
+	if d := new(big.Int).Sub(m.node.Balance(t, m.fee), fee); d.Cmp(ether("0.025")) != 0 {
+		t.Fatalf("the fee recipient got %s", d)
+	}
+
+	out, err = call(t, l, "opensea_cancel_order", map[string]any{"chain": "ethereum", "order_hash": "0x" + strings.Repeat("cd", 32)})
+	if err != nil || field(out, "status") != "success" || field(out, "order") != "0x"+strings.Repeat("cd", 32) {
+		t.Fatalf("cancel %q %v", out, err)
+	}
+	if _, err := call(t, l, "opensea_cancel_order", map[string]any{"chain": "ethereum", "order_hash": "0x" + strings.Repeat("ef", 32)}); err == nil || !strings.Contains(err.Error(), "not the wallet") {
+		t.Fatalf("another's order: %v", err)
+	}
+	if _, err := call(t, l, "opensea_list", map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "42", "price": "2"}); err == nil || !strings.Contains(err.Error(), "not yet built") {
+		t.Fatalf("list: %v", err)
+	}
+}
