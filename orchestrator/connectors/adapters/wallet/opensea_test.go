@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
@@ -22,14 +23,17 @@ type market struct {
 	nft, seaport  string
 	fee           string
 	price, payout *big.Int
+	posted        []map[string]any
 }
 
 func newMarket(t *testing.T) *market {
 	node := wallettest.Anvil(t, 1, alchemyKey)
-	m := &market{node: node, nft: common.HexToAddress(node.DeployNFT(t)).Hex(), seaport: common.HexToAddress(node.DeploySeaport(t)).Hex(),
+	node.PlaceSeaport(t, seaport16)
+	m := &market{node: node, nft: common.HexToAddress(node.DeployNFT(t)).Hex(), seaport: seaport16,
 		fee: "0x0000000000000000000000000000000000000Fee", price: ether("1"), payout: ether("0.975")}
 	node.Transact(t, wallettest.DevAddr, m.nft, "0x"+sel("mint(address,uint256)")+pad(wallettest.Dev2Addr)+fmt.Sprintf("%064x", 42), nil)
 	node.Transact(t, wallettest.Dev2Addr, m.nft, "0x"+sel("setApprovalForAll(address,bool)")+pad(m.seaport)+fmt.Sprintf("%064x", 1), nil)
+	node.Transact(t, wallettest.DevAddr, m.nft, "0x"+sel("mint(address,uint256)")+pad(wallettest.DevAddr)+fmt.Sprintf("%064x", 7), nil)
 	return m
 }
 
@@ -68,6 +72,46 @@ func openseaFake(t *testing.T, m *market, tamper *func(map[string]any)) *adapter
 			(*tamper)(out)
 		}
 		_ = jsonEncode(w, out)
+	})
+	f.JSON("GET /api/v2/chain/ethereum/contract/"+m.nft+"/nfts/7", 200, mustJSON(map[string]any{"nft": map[string]any{"identifier": "7", "collection": "test-apes", "contract": m.nft}}))
+	f.JSON("GET /api/v2/collections/test-apes", 200, mustJSON(map[string]any{"collection": "test-apes", "name": "Test Apes", "fees": []any{
+		map[string]any{"fee": 1, "recipient": "0x0000a26b00c1F0DF003000390027140000fAa719", "required": true},
+		map[string]any{"fee": 2.5, "recipient": "0x00000000000000000000000000000000000C0FFE", "required": true},
+		map[string]any{"fee": 5, "recipient": "0x000000000000000000000000000000000000beef", "required": false}}}))
+	f.Handle("POST /api/v2/orders/ethereum/seaport/listings", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Parameters map[string]any `json:"parameters"`
+			Signature  string         `json:"signature"`
+			Protocol   string         `json:"protocol_address"`
+		}
+		d := json.NewDecoder(r.Body)
+		d.UseNumber()
+		if err := d.Decode(&req); err != nil || req.Protocol != seaport16 {
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"errors":["bad listing"]}`))
+			return
+		}
+		m.posted = append(m.posted, req.Parameters)
+		// The signer as TestSeaport recovers it from the EIP-712 digest it computes in Solidity.
+		oc, err := orderParams(req.Parameters)
+		a, aerr := abi.JSON(strings.NewReader(wallettest.SeaportABI(t)))
+		if err != nil || aerr != nil {
+			w.WriteHeader(400)
+			return
+		}
+		data, err := a.Pack("signerOf", oc, common.FromHex(req.Signature))
+		if err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		var got string
+		decode(t, m.node.Must(t, "eth_call", map[string]any{"to": seaport16, "data": "0x" + common.Bytes2Hex(data)}, "latest"), &got)
+		if common.HexToAddress(got) != common.HexToAddress(req.Parameters["offerer"].(string)) {
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"errors":["Invalid signature"]}`))
+			return
+		}
+		_ = jsonEncode(w, map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("5e", 32), "protocol_address": seaport16}})
 	})
 	order := func(offerer string) []byte {
 		return mustJSON(map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("cd", 32), "protocol_address": m.seaport, "protocol_data": map[string]any{
@@ -146,7 +190,40 @@ func TestOpenSeaBuyAndCancel(t *testing.T) {
 	if _, err := call(t, l, "opensea_cancel_order", map[string]any{"chain": "ethereum", "order_hash": "0x" + strings.Repeat("ef", 32)}); err == nil || !strings.Contains(err.Error(), "not the wallet") {
 		t.Fatalf("another's order: %v", err)
 	}
-	if _, err := call(t, l, "opensea_list", map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "42", "price": "2"}); err == nil || !strings.Contains(err.Error(), "not yet built") {
-		t.Fatalf("list: %v", err)
+}
+
+// TestOpenSeaList: the wallet's NFT listed with the collection's required fees out of the price,
+// OpenSea's conduit approved once, the order signed so that Seaport's own digest (computed in
+// Solidity by TestSeaport) recovers the wallet.
+func TestOpenSeaList(t *testing.T) {
+	m := newMarket(t)
+	var tamper func(map[string]any)
+	f := openseaFake(t, m, &tamper)
+	l := login(t, m.node.Proxy, f.URL, goodCreds(t))
+	args := map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "7", "price": "2", "expires_in_hours": 24}
+	dry := map[string]any{"dry_run": true}
+	for k, v := range args {
+		dry[k] = v
+	}
+	n := m.node.Nonce(t, wallettest.DevAddr)
+	out, err := call(t, l, "opensea_list", dry)
+	if err != nil || field(out, "seller_receives") != "1.93 ETH" || !strings.Contains(field(out, "approval"), openSeaConduit) || len(m.posted) != 0 || m.node.Nonce(t, wallettest.DevAddr) != n {
+		t.Fatalf("dry run %q %v", out, err)
+	}
+	out, err = call(t, l, "opensea_list", args)
+	if err != nil || field(out, "status") != "listed" || field(out, "order_hash") != "0x"+strings.Repeat("5e", 32) || field(out, "approval_hash") == "" {
+		t.Fatalf("list %q %v", out, err)
+	}
+	cons := m.posted[0]["consideration"].([]any)
+	if len(cons) != 3 || cons[0].(map[string]any)["startAmount"] != "1930000000000000000" || cons[2].(map[string]any)["startAmount"] != "50000000000000000" {
+		t.Fatalf("consideration %v", cons)
+	}
+	// Approved now: a second listing sends no approval.
+	out, err = call(t, l, "opensea_list", args)
+	if err != nil || field(out, "approval") != "" || field(out, "status") != "listed" {
+		t.Fatalf("second list %q %v", out, err)
+	}
+	if _, err := call(t, l, "opensea_list", map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "42", "price": "2"}); err == nil || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("not owned: %v", err)
 	}
 }

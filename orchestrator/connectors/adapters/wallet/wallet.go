@@ -142,7 +142,9 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 		return openseaBuy(ctx, l, args)
 	case "opensea_cancel_order":
 		return openseaCancel(ctx, l, args)
-	case "opensea_list", "opensea_accept_offer", "opensea_collection_offer":
+	case "opensea_list":
+		return openseaList(ctx, l, args)
+	case "opensea_accept_offer", "opensea_collection_offer":
 		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
 	}
 	return "", adapters.UnknownTool(provider, tool)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Test stand-ins for the OpenSea tools: a minimal ERC-721, and TestSeaport exposing Seaport 1.6's
 // fulfillBasicOrder_efficient_6GL6yc (ETH for an ERC-721, paying the offerer and the additional
-// recipients, the NFT moved from the offerer) and cancel (only the offerer, per order), with the
-// same selectors and argument layouts. Compiled by compile.js (npm solc) into TestSeaport.json.
+// recipients, the NFT moved from the offerer), cancel (only the offerer, per order), getCounter,
+// and signerOf, which recovers an order's signer from Seaport's EIP-712 digest computed here in
+// Solidity (an implementation independent of the wallet's). Same selectors and layouts as
+// Seaport. Compiled by compile.js (npm solc) into TestSeaport.json.
 pragma solidity ^0.8.28;
 
 contract TestNFT {
@@ -88,6 +90,53 @@ struct OrderComponents {
 
 contract TestSeaport {
     mapping(bytes32 => bool) public cancelled;
+
+    bytes32 constant OFFER_TYPEHASH = keccak256("OfferItem(uint8 itemType,address token,uint256 identifierOrCriteria,uint256 startAmount,uint256 endAmount)");
+    bytes32 constant CONSIDERATION_TYPEHASH = keccak256("ConsiderationItem(uint8 itemType,address token,uint256 identifierOrCriteria,uint256 startAmount,uint256 endAmount,address recipient)");
+    bytes32 constant ORDER_TYPEHASH = keccak256(
+        abi.encodePacked(
+            "OrderComponents(address offerer,address zone,OfferItem[] offer,ConsiderationItem[] consideration,uint8 orderType,uint256 startTime,uint256 endTime,bytes32 zoneHash,uint256 salt,bytes32 conduitKey,uint256 counter)",
+            "ConsiderationItem(uint8 itemType,address token,uint256 identifierOrCriteria,uint256 startAmount,uint256 endAmount,address recipient)",
+            "OfferItem(uint8 itemType,address token,uint256 identifierOrCriteria,uint256 startAmount,uint256 endAmount)"
+        )
+    );
+
+    function getCounter(address) external pure returns (uint256) {
+        return 0;
+    }
+
+    function orderDigest(OrderComponents calldata o) public view returns (bytes32) {
+        bytes32[] memory offers = new bytes32[](o.offer.length);
+        for (uint256 i = 0; i < o.offer.length; i++) {
+            OfferItem calldata it = o.offer[i];
+            offers[i] = keccak256(abi.encode(OFFER_TYPEHASH, it.itemType, it.token, it.identifierOrCriteria, it.startAmount, it.endAmount));
+        }
+        bytes32[] memory cons = new bytes32[](o.consideration.length);
+        for (uint256 i = 0; i < o.consideration.length; i++) {
+            ConsiderationItem calldata it = o.consideration[i];
+            cons[i] = keccak256(abi.encode(CONSIDERATION_TYPEHASH, it.itemType, it.token, it.identifierOrCriteria, it.startAmount, it.endAmount, it.recipient));
+        }
+        bytes memory head = abi.encode(ORDER_TYPEHASH, o.offerer, o.zone, keccak256(abi.encodePacked(offers)), keccak256(abi.encodePacked(cons)), o.orderType);
+        bytes32 structHash = keccak256(abi.encodePacked(head, abi.encode(o.startTime, o.endTime, o.zoneHash, o.salt, o.conduitKey, o.counter)));
+        bytes32 domain = keccak256(
+            abi.encode(
+                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+                keccak256("Seaport"),
+                keccak256("1.6"),
+                block.chainid,
+                address(this)
+            )
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
+    }
+
+    function signerOf(OrderComponents calldata o, bytes calldata sig) external view returns (address) {
+        require(sig.length == 65, "TestSeaport: signature length");
+        bytes32 r = bytes32(sig[0:32]);
+        bytes32 s = bytes32(sig[32:64]);
+        uint8 v = uint8(sig[64]);
+        return ecrecover(orderDigest(o), v, r, s);
+    }
 
     function fulfillBasicOrder_efficient_6GL6yc(BasicOrderParameters calldata p) external payable returns (bool) {
         require(p.considerationToken == address(0) && p.basicOrderType == 0, "TestSeaport: only ETH for an ERC-721");

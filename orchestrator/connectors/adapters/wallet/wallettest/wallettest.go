@@ -209,6 +209,29 @@ func (n *Node) DeploySeaport(t testing.TB) string {
 	return n.deploy(t, seaFixture(t).Seaport)
 }
 
+// PlaceSeaport deploys TestSeaport and copies its code to addr (Seaport's own address), so the
+// wallet's orders name the address they would on a real chain.
+func (n *Node) PlaceSeaport(t testing.TB, addr string) {
+	t.Helper()
+	at := n.DeploySeaport(t)
+	var code string
+	if err := json.Unmarshal(n.Must(t, "eth_getCode", at, "latest"), &code); err != nil {
+		t.Fatal(err)
+	}
+	n.Must(t, "anvil_setCode", addr, code)
+}
+
+// SeaportABI is TestSeaport's ABI (Seaport's functions and signerOf).
+func SeaportABI(t testing.TB) string {
+	var fx struct {
+		ABI json.RawMessage `json:"seaport_abi"`
+	}
+	if err := json.Unmarshal(seaportJSON, &fx); err != nil {
+		t.Fatal(err)
+	}
+	return string(fx.ABI)
+}
+
 func seaFixture(t testing.TB) struct{ NFT, Seaport string } {
 	var fx struct {
 		NFT     string `json:"nft_bytecode"`
