@@ -255,20 +255,21 @@ func (s *Store) DeleteGuildRepository(ctx context.Context, guildID, id string) e
 	return nil
 }
 
-// SaveAgentTokens replaces an agent's stored installation tokens.
+// SaveAgentTokens replaces an agent's stored installation tokens, in one statement.
 func (s *Store) SaveAgentTokens(ctx context.Context, agentID string, toks []orchestrator.GitHubAgentToken, now time.Time) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM github_agent_tokens WHERE agent_id = $1`, agentID); err != nil {
-			return fmt.Errorf("store the agent's GitHub tokens: %w", err)
-		}
-		for _, t := range toks {
-			if _, err := tx.Exec(ctx, `INSERT INTO github_agent_tokens (agent_id, connection_id, sealed, repositories, expires_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6)`, agentID, t.ConnectionID, t.Sealed, t.Repositories, t.ExpiresAt, now); err != nil {
-				return fmt.Errorf("store the agent's GitHub tokens: %w", err)
-			}
-		}
-		return nil
-	})
+	conns, sealed, repos, exps := make([]string, len(toks)), make([][]byte, len(toks)), make([]string, len(toks)), make([]time.Time, len(toks))
+	for i, t := range toks {
+		conns[i], sealed[i], repos[i], exps[i] = t.ConnectionID, t.Sealed, string(t.Repositories), t.ExpiresAt
+	}
+	_, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM github_agent_tokens WHERE agent_id = $1 AND connection_id <> ALL($2::text[]))
+		INSERT INTO github_agent_tokens (agent_id, connection_id, sealed, repositories, expires_at, updated_at)
+		SELECT $1, c, t, r::jsonb, e, $6 FROM unnest($2::text[], $3::bytea[], $4::text[], $5::timestamptz[]) AS x(c, t, r, e)
+		ON CONFLICT (agent_id, connection_id) DO UPDATE SET sealed = EXCLUDED.sealed, repositories = EXCLUDED.repositories,
+			expires_at = EXCLUDED.expires_at, updated_at = EXCLUDED.updated_at`, agentID, conns, sealed, repos, exps, now)
+	if err != nil {
+		return fmt.Errorf("store the agent's GitHub tokens: %w", err)
+	}
+	return nil
 }
 
 // AgentTokens reads an agent's stored installation tokens (still sealed).
