@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"golang.org/x/sys/unix"
@@ -392,5 +394,31 @@ func TestGitHubNotSetUp(t *testing.T) {
 		if s := s.(map[string]any); s["slug"] == "github" && s["oauth_setup_state"] != "unsupported" {
 			t.Fatalf("github access %v", s)
 		}
+	}
+}
+
+// TestGitHubStartupWarning: an App whose key does not parse, or that is only partly set, is a
+// start-up warning naming what to fix (never the key); an App with nothing set is silent.
+func TestGitHubStartupWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad key", map[string]string{"GITHUB_APP_ID": "1", "GITHUB_APP_SLUG": "s", "GITHUB_APP_PRIVATE_KEY": "secret-not-a-pem", "GITHUB_APP_CLIENT_ID": "c", "GITHUB_APP_CLIENT_SECRET": "x"}, "GITHUB_APP_PRIVATE_KEY does not parse"},
+		{"partly set", map[string]string{"GITHUB_APP_ID": "1"}, "GITHUB_APP_SLUG, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_CLIENT_ID, GITHUB_APP_CLIENT_SECRET"},
+		{"nothing set", map[string]string{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf syncBuf
+			app := githubApp(config.Config{Getenv: func(k string) string { return tc.env[k] }}, nil, nil, "127.0.0.1:1", slog.New(slog.NewTextHandler(&buf, nil)))
+			got := buf.String()
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) || strings.Contains(got, "secret-not-a-pem") {
+				t.Fatalf("log %q, want %q", got, tc.want)
+			}
+			if app.SetupState() != "unsupported" || app.PublicURL != "http://127.0.0.1:1" {
+				t.Fatalf("state %s, public %s", app.SetupState(), app.PublicURL)
+			}
+		})
 	}
 }
