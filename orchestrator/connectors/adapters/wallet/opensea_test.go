@@ -113,6 +113,34 @@ func openseaFake(t *testing.T, m *market, tamper *func(map[string]any)) *adapter
 		}
 		_ = jsonEncode(w, map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("5e", 32), "protocol_address": seaport16}})
 	})
+	f.Handle("POST /api/v2/offers/build", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Offerer  string `json:"offerer"`
+			Quantity int    `json:"quantity"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		_ = jsonEncode(w, map[string]any{"partialParameters": map[string]any{
+			"consideration": []any{map[string]any{"itemType": 4, "token": m.nft, "identifierOrCriteria": "0", "startAmount": fmt.Sprint(req.Quantity), "endAmount": fmt.Sprint(req.Quantity), "recipient": req.Offerer}},
+			"zone":          "0x000056F7000000EcE9003ca63978907a00FFD100", "zoneHash": "0x" + strings.Repeat("00", 32)},
+			"criteria": map[string]any{"collection": map[string]any{"slug": "test-apes"}, "contract": map[string]any{"address": m.nft}}, "encodedTokenIds": "*"})
+	})
+	f.Handle("POST /api/v2/offers", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Data struct {
+				Parameters map[string]any `json:"parameters"`
+				Signature  string         `json:"signature"`
+			} `json:"protocol_data"`
+		}
+		d := json.NewDecoder(r.Body)
+		d.UseNumber()
+		if err := d.Decode(&req); err != nil || !m.signedBy(t, req.Data.Parameters, req.Data.Signature) {
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(`{"errors":["Invalid signature"]}`))
+			return
+		}
+		m.posted = append(m.posted, req.Data.Parameters)
+		_ = jsonEncode(w, map[string]any{"order_hash": "0x" + strings.Repeat("0f", 32), "chain": "ethereum", "protocol_address": seaport16})
+	})
 	order := func(offerer string) []byte {
 		return mustJSON(map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("cd", 32), "protocol_address": m.seaport, "protocol_data": map[string]any{
 			"parameters": map[string]any{"offerer": offerer, "zone": nativeEVM, "orderType": 0, "startTime": "1700000000", "endTime": "1900000000",
@@ -124,6 +152,22 @@ func openseaFake(t *testing.T, m *market, tamper *func(map[string]any)) *adapter
 	f.JSON("GET /api/v2/orders/chain/ethereum/protocol/"+seaport16+"/0x"+strings.Repeat("cd", 32), 200, order(wallettest.DevAddr))
 	f.JSON("GET /api/v2/orders/chain/ethereum/protocol/"+seaport16+"/0x"+strings.Repeat("ef", 32), 200, order(wallettest.Dev2Addr))
 	return f
+}
+
+// signedBy reports whether TestSeaport recovers the order's offerer from the signature.
+func (m *market) signedBy(t *testing.T, params map[string]any, sig string) bool {
+	oc, err := orderParams(params)
+	a, aerr := abi.JSON(strings.NewReader(wallettest.SeaportABI(t)))
+	if err != nil || aerr != nil {
+		return false
+	}
+	data, err := a.Pack("signerOf", oc, common.FromHex(sig))
+	if err != nil {
+		return false
+	}
+	var got string
+	decode(t, m.node.Must(t, "eth_call", map[string]any{"to": seaport16, "data": "0x" + common.Bytes2Hex(data)}, "latest"), &got)
+	return common.HexToAddress(got) == oc.Offerer
 }
 
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
@@ -225,5 +269,35 @@ func TestOpenSeaList(t *testing.T) {
 	}
 	if _, err := call(t, l, "opensea_list", map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "42", "price": "2"}); err == nil || !strings.Contains(err.Error(), "does not own") {
 		t.Fatalf("not owned: %v", err)
+	}
+}
+
+// TestOpenSeaCollectionOffer: an offer of price × quantity in WETH (its balance checked, approved
+// to OpenSea's conduit for exactly that), the required fees in WETH, signed so TestSeaport
+// recovers the wallet.
+func TestOpenSeaCollectionOffer(t *testing.T) {
+	m := newMarket(t)
+	weth := wrappedNative["ethereum"]
+	m.node.PlaceToken(t, weth, wallettest.DevAddr, big.NewInt(5_000_000)) // 5 "WETH" at the fixture's 6 decimals
+	var tamper func(map[string]any)
+	f := openseaFake(t, m, &tamper)
+	l := login(t, m.node.Proxy, f.URL, goodCreds(t))
+	if _, err := call(t, l, "opensea_collection_offer", map[string]any{"chain": "ethereum", "collection": "test-apes", "price": "3", "quantity": 2}); err == nil || !strings.Contains(err.Error(), "less than the offer's 6") {
+		t.Fatalf("too little WETH: %v", err)
+	}
+	out, err := call(t, l, "opensea_collection_offer", map[string]any{"chain": "ethereum", "collection": "test-apes", "price": "1.5", "quantity": 2})
+	if err != nil || field(out, "status") != "offered" || field(out, "order_hash") != "0x"+strings.Repeat("0f", 32) || !strings.Contains(field(out, "approval"), "approve 3 TUSD to "+openSeaConduit) {
+		t.Fatalf("offer %q %v", out, err)
+	}
+	p := m.posted[len(m.posted)-1]
+	offer, cons := p["offer"].([]any), p["consideration"].([]any)
+	if offer[0].(map[string]any)["startAmount"] != "3000000" || len(cons) != 3 || cons[0].(map[string]any)["startAmount"] != "2" || cons[2].(map[string]any)["startAmount"] != "75000" || p["orderType"] != json.Number("3") {
+		t.Fatalf("posted %v", p)
+	}
+	data := "0x" + sel("allowance(address,address)") + pad(wallettest.DevAddr) + pad(openSeaConduit)
+	var allowance string
+	decode(t, m.node.Must(t, "eth_call", map[string]any{"to": weth, "data": data}, "latest"), &allowance)
+	if new(big.Int).SetBytes(common.FromHex(allowance)).Int64() != 3_000_000 {
+		t.Fatalf("allowance %s", allowance)
 	}
 }

@@ -131,6 +131,11 @@ func anyBig(v any) (*big.Int, error) {
 		return new(big.Int), nil
 	case json.Number:
 		return anyBig(string(x))
+	case int:
+		if x < 0 {
+			return nil, fmt.Errorf("negative: %d", x)
+		}
+		return big.NewInt(int64(x)), nil
 	case float64:
 		if x < 0 || x != float64(int64(x)) {
 			return nil, fmt.Errorf("not a whole number: %v", x)

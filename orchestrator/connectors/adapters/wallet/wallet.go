@@ -144,7 +144,9 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 		return openseaCancel(ctx, l, args)
 	case "opensea_list":
 		return openseaList(ctx, l, args)
-	case "opensea_accept_offer", "opensea_collection_offer":
+	case "opensea_collection_offer":
+		return openseaCollectionOffer(ctx, l, args)
+	case "opensea_accept_offer":
 		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
 	}
 	return "", adapters.UnknownTool(provider, tool)

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
 )
 
 // The anvil dev account the wallet signs with, and a second one that is funded too.
@@ -219,6 +221,24 @@ func (n *Node) PlaceSeaport(t testing.TB, addr string) {
 		t.Fatal(err)
 	}
 	n.Must(t, "anvil_setCode", addr, code)
+}
+
+// PlaceToken copies the ERC-20 fixture's code to addr (a well-known token's address, WETH say)
+// and gives holder a balance there (the fixture's balanceOf is storage slot 1).
+func (n *Node) PlaceToken(t testing.TB, addr, holder string, balance *big.Int) {
+	t.Helper()
+	at := n.DeployToken(t, big.NewInt(0))
+	var code string
+	if err := json.Unmarshal(n.Must(t, "eth_getCode", at, "latest"), &code); err != nil {
+		t.Fatal(err)
+	}
+	n.Must(t, "anvil_setCode", addr, code)
+	key := make([]byte, 64)
+	h, _ := new(big.Int).SetString(strings.TrimPrefix(strings.ToLower(holder), "0x"), 16)
+	h.FillBytes(key[12:32])
+	key[63] = 1
+	slot := crypto.Keccak256(key)
+	n.Must(t, "anvil_setStorageAt", addr, fmt.Sprintf("0x%x", slot), fmt.Sprintf("0x%064x", balance))
 }
 
 // SeaportABI is TestSeaport's ABI (Seaport's functions and signerOf).
