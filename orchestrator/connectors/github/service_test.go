@@ -399,4 +399,13 @@ func TestTokens(t *testing.T) {
 	if n := w.count(`SELECT count(*) FROM guild_repositories WHERE guild_id = 'g1'`); n != 0 {
 		t.Fatalf("%d guild repositories outlived their login", n)
 	}
+	// A shell call whose token is due after its login was deleted drops it instead of failing.
+	w.svc.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	call = &registry.Call{AgentID: "a1"}
+	if _, err := w.svc.ShellEnv(w.ctx, call); err != nil {
+		t.Fatalf("shell after the login was deleted: %v", err)
+	}
+	if toks := w.readTokens("a1"); len(toks) != 0 {
+		t.Fatalf("the token file still holds %d tokens", len(toks))
+	}
 }

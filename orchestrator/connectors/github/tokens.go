@@ -466,11 +466,17 @@ func (s *Service) ShellEnv(ctx context.Context, call *registry.Call) ([]string, 
 		stale = stale || s.now().Add(RefreshBefore).After(h.ExpiresAt)
 	}
 	if stale {
-		for i, h := range hs {
+		keep := hs[:0]
+		for _, h := range hs {
 			if !s.now().Add(RefreshBefore).After(h.ExpiresAt) {
+				keep = append(keep, h)
 				continue
 			}
 			conn, err := s.Store.GetConnection(ctx, h.ConnectionID)
+			if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+				call.Secrets = append(call.Secrets, h.Token)
+				continue // the login was deleted: its repositories go without a token
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -483,8 +489,9 @@ func (s *Service) ShellEnv(ctx context.Context, call *registry.Call) ([]string, 
 				return nil, err
 			}
 			call.Secrets = append(call.Secrets, h.Token) // the old one may still be in the output
-			hs[i] = nh
+			keep = append(keep, nh)
 		}
+		hs = keep
 		if err := s.write(ctx, call.AgentID, hs); err != nil {
 			return nil, err
 		}
