@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +27,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain runs the tests, then (when every test ran) fails unless each documented operation
+// answered at least one success and one refusal checked against openapi.json.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
+		if miss := unexercised(); len(miss) > 0 {
+			fmt.Fprintf(os.Stderr, "openapi.json: %d operations were not checked live:\n  %s\n", len(miss), strings.Join(miss, "\n  "))
+			code = 1
+		}
+	}
+	pgtest.Stop()
+	os.Exit(code)
+}
 
 const token = "test-operator-token-0123456789"
 
@@ -166,6 +181,7 @@ func (e *env) do(method, path string, body any, auth ...string) (int, map[string
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	checkLive(e.t, req, resp.StatusCode, resp.Header, raw) // every answer agrees with openapi.json
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		e.t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)

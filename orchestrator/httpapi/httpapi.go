@@ -123,11 +123,13 @@ func New(s *Server) *fiber.App {
 	app.Get(oauthCallbackPath, s.githubCallback) // the GitHub App's callbacks; any other goes on to the OAuth logins'
 	app.Get(oauthCallbackPath, s.oauthCallback)  // before /api's bearer check: the operator's browser carries no token
 
-	api := app.Group("/api", s.auth, s.available)
-	api.Get("/openapi.json", func(c *fiber.Ctx) error {
+	// The API's document holds no data: it is served before /api's bearer check.
+	app.Get("/api/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(openapiDoc)
 	})
+
+	api := app.Group("/api", s.auth, s.available)
 	api.Get("/instance", s.instance)
 	api.Post("/orgs", s.createOrg)
 	api.Get("/orgs", s.listOrgs)

@@ -1,10 +1,22 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 )
 
 // TestOpenAPIMatchesRoutes: every registered route is in the OpenAPI document, and every path and
@@ -48,6 +60,292 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, m := range regexp.MustCompile(`"#/components/schemas/([A-Za-z]+)"`).FindAllStringSubmatch(string(raw), -1) {
 		if _, ok := schemas[m[1]]; !ok {
 			t.Errorf("$ref to missing schema %s", m[1])
+		}
+	}
+}
+
+// doc is the OpenAPI document parsed once by libopenapi, and its validator.
+var doc struct {
+	once sync.Once
+	v    validator.Validator
+	err  error
+}
+
+// documentValidator returns the validator of openapi.json (a real OpenAPI 3.1 validator:
+// libopenapi-validator).
+func documentValidator(t testing.TB) validator.Validator {
+	t.Helper()
+	doc.once.Do(func() {
+		spec, err := os.ReadFile("openapi.json")
+		if err != nil {
+			doc.err = err
+			return
+		}
+		d, err := libopenapi.NewDocument(spec)
+		if err != nil {
+			doc.err = err
+			return
+		}
+		v, errs := validator.NewValidator(d)
+		if len(errs) > 0 {
+			doc.err = errors.Join(errs...)
+			return
+		}
+		doc.v = v
+	})
+	if doc.err != nil {
+		t.Fatalf("openapi.json: %v", doc.err)
+	}
+	return doc.v
+}
+
+// TestOpenAPIDocumentIsValid: openapi.json is a valid OpenAPI 3.1 document.
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	ok, errs := documentValidator(t).ValidateDocument()
+	for _, e := range errs {
+		t.Errorf("%s: %s", e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			t.Errorf("  at %s: %s", se.FieldPath, se.Reason)
+		}
+	}
+	if !ok && len(errs) == 0 {
+		t.Fatal("the document is not valid")
+	}
+}
+
+// checkLive validates one live answer (its status, headers and body) against the document's
+// response for the request's operation; every request the tests send through env.do comes here.
+func checkLive(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	seen.add(req, status)
+	for _, p := range liveProblems(t, req, status, header, body) {
+		t.Errorf("%s\n  body: %.600s", p, body)
+	}
+}
+
+// liveProblems lists how an answer disagrees with openapi.json (libopenapi-validator's findings).
+func liveProblems(t testing.TB, req *http.Request, status int, header http.Header, body []byte) []string {
+	resp := &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(bytes.NewReader(body)), Request: req}
+	ok, errs := documentValidator(t).ValidateHttpResponse(req, resp)
+	if ok {
+		return nil
+	}
+	var out []string
+	for _, e := range errs {
+		if (e.IsPathMissingError() || e.IsOperationMissingError()) && (status == 401 || status == 404 || status == 405) {
+			continue // a test of a path or method the API does not have: refused, as it must be
+		}
+		msg := fmt.Sprintf("%s %s answered %d, which disagrees with openapi.json: %s: %s", req.Method, req.URL.Path, status, e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			msg += fmt.Sprintf("\n  at %s: %s", se.FieldPath, se.Reason)
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// seen records, per documented operation ("GET /api/orgs/{id}"), the classes of live answers
+// checked against the document (2 for a success, 4 for a refusal).
+var seen = &answersSeen{m: map[string]map[int]bool{}}
+
+type answersSeen struct {
+	mu sync.Mutex
+	m  map[string]map[int]bool
+}
+
+// add records one answer under the operation whose path template matches the request.
+func (a *answersSeen) add(req *http.Request, status int) {
+	op := operationOf(req.Method, req.URL.Path)
+	if op == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m[op] == nil {
+		a.m[op] = map[int]bool{}
+	}
+	a.m[op][status/100] = true
+}
+
+// operations are the document's operations as method and path template, with a pattern each.
+var operations = sync.OnceValue(func() map[string]*regexp.Regexp {
+	var d struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	raw, err := os.ReadFile("openapi.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &d)
+	}
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*regexp.Regexp{}
+	param := regexp.MustCompile(`\\\{[A-Za-z_]+\\\}`)
+	for path, ops := range d.Paths {
+		re := regexp.MustCompile("^" + param.ReplaceAllString(regexp.QuoteMeta(path), "[^/]+") + "$")
+		for m := range ops {
+			if m == "parameters" {
+				continue
+			}
+			out[strings.ToUpper(m)+" "+path] = re
+		}
+	}
+	return out
+})
+
+// operationOf names the documented operation of a request, "" for none; a literal segment wins
+// over a parameter (GET /api/mcp/servers over GET /api/mcp/{x}).
+func operationOf(method, path string) string {
+	best := ""
+	for op, re := range operations() {
+		if strings.HasPrefix(op, method+" ") && re.MatchString(path) && (best == "" || strings.Count(op, "{") < strings.Count(best, "{")) {
+			best = op
+		}
+	}
+	return best
+}
+
+// notYetLive are the operations whose success no test of this package checks against the
+// document yet, and why; the lead's list of gaps, kept exact by unexercised.
+var notYetLive = map[string]string{
+	"GET /api/guilds/{id}/repositories":                  "needs the GitHub App fake (connectors/github/githubtest) wired into an httpapi env",
+	"POST /api/guilds/{id}/repositories":                 "needs the GitHub App fake",
+	"DELETE /api/guilds/{id}/repositories":               "needs the GitHub App fake",
+	"GET /api/mcp/connections/{id}/github/repositories":  "needs the GitHub App fake",
+	"PUT /api/mcp/connections/{id}/github/selected":      "needs the GitHub App fake",
+	"GET /api/mcp/oauth/github-installation":             "needs the GitHub App fake",
+	"POST /api/mcp/oauth/github-installation":            "needs the GitHub App fake",
+	"GET /api/mcp/oauth/callback":                        "its success is an HTML page after a real authorization-server exchange (oauth_env_test.go drives it outside env.do)",
+	"GET /api/mcp/connections/{id}/pinned-prices/search": "needs a CoinGecko fake behind a Pinned prices login in an httpapi env",
+	"POST /api/mcp/pinned-prices/search":                 "needs a CoinGecko fake",
+	"PUT /api/mcp/connections/{id}/pinned-prices":        "needs a CoinGecko fake",
+	"GET /metrics": "the httpapi test servers serve no metrics",
+}
+
+// unexercised lists the operations that documents a success or a refusal no live answer checked,
+// those in notYetLive excepted, and those notYetLive names that are checked after all.
+func unexercised() []string {
+	var d struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	raw, err := os.ReadFile("openapi.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &d)
+	}
+	if err != nil {
+		return []string{err.Error()}
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	var out []string
+	for path, ops := range d.Paths {
+		for m, op := range ops {
+			if m == "parameters" {
+				continue
+			}
+			name := strings.ToUpper(m) + " " + path
+			var miss []string
+			for class, what := range map[int]string{2: "success", 4: "refusal (4xx)"} {
+				documented := false
+				for code := range op.Responses {
+					documented = documented || strings.HasPrefix(code, strconv.Itoa(class))
+				}
+				if documented && !seen.m[name][class] && (class != 2 || notYetLive[name] == "") {
+					miss = append(miss, what)
+				}
+			}
+			if len(miss) > 0 {
+				sort.Strings(miss)
+				out = append(out, name+": no "+strings.Join(miss, ", no "))
+			}
+			if notYetLive[name] != "" && seen.m[name][2] {
+				out = append(out, name+": its success is checked now; remove it from notYetLive")
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestLiveCheckCatchesDisagreements: the live check refuses an answer the document does not
+// allow: an undocumented status, a missing required field, an unknown error code, a wrong type.
+func TestLiveCheckCatchesDisagreements(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		body         string
+	}{
+		{"GET", "/api/orgs/org_x", 418, `{"error":{"code":"EINVALID","message":"teapot"}}`},
+		{"GET", "/api/orgs/org_x", 200, `{"id":"org_x"}`},
+		{"GET", "/api/orgs/org_x", 404, `{"error":{"code":"ENOPE","message":"x"}}`},
+		{"GET", "/api/orgs", 200, `{"orgs":[{"id":1}]}`},
+	} {
+		req, _ := http.NewRequest(tc.method, "http://127.0.0.1:8080"+tc.path, nil)
+		h := http.Header{"Content-Type": []string{"application/json"}}
+		if problems := liveProblems(t, req, tc.status, h, []byte(tc.body)); len(problems) == 0 {
+			t.Errorf("%s %s %d %s passed the live check", tc.method, tc.path, tc.status, tc.body)
+		}
+	}
+}
+
+// TestEveryOperationRefusesAsDocumented: every documented operation, asked without the token and
+// then about ids that do not exist (with a malformed body where it takes one), answers what the
+// document lists for it; so each has a refusal checked live.
+func TestEveryOperationRefusesAsDocumented(t *testing.T) {
+	e := platformEnv(t, nil, nil)
+	param := regexp.MustCompile(`\{[A-Za-z_]+\}`)
+	ops := make([]string, 0, len(operations()))
+	for op := range operations() {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		method, path, _ := strings.Cut(op, " ")
+		p := param.ReplaceAllString(path, "nope-0")
+		var body any
+		if method == "POST" || method == "PUT" || method == "PATCH" {
+			body = "{"
+		}
+		e.raw(method, p, body, false)
+		e.raw(method, p, body, true)
+	}
+}
+
+// raw sends one request (with the operator token when withToken) and checks the answer, whatever
+// its type, against the document.
+func (e *env) raw(method, path string, body any, withToken bool) int {
+	e.t.Helper()
+	var rd io.Reader
+	if b, ok := body.(string); ok {
+		rd = strings.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://127.0.0.1:8080"+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if withToken {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.app.Test(req, -1)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	checkLive(e.t, req, resp.StatusCode, resp.Header, raw)
+	return resp.StatusCode
+}
+
+// TestPatchAgentAnswersWhatGetReads: PATCH of an agent answers updated_at as stored (microseconds),
+// the same value GET reads back.
+func TestPatchAgentAnswersWhatGetReads(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.agent(nil)
+	for range 3 {
+		patched := e.must(200, "PATCH", "/api/agents/"+id, map[string]any{"name": "Renamed"})
+		got := e.must(200, "GET", "/api/agents/"+id, nil)
+		if patched["updated_at"] != got["updated_at"] {
+			t.Fatalf("PATCH answered updated_at %v, GET reads %v", patched["updated_at"], got["updated_at"])
 		}
 	}
 }

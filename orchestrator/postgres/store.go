@@ -221,7 +221,7 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, p orchestrator.Agent
 		if err != nil {
 			return err
 		}
-		a.UpdatedAt = time.Now().UTC()
+		a.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond) // as stored: PATCH answers what GET reads back
 		if _, err := tx.Exec(ctx, "UPDATE agents SET name = $2, config = $3, updated_at = $4 WHERE id = $1", id, a.Name, cfg, a.UpdatedAt); err != nil {
 			return err
 		}
