@@ -28,18 +28,8 @@ if [ -z "$token" ]; then
 fi
 export GUILDS_ADMIN_TOKEN="$token"
 
-# GUILDS_SECRET_KEY encrypts stored credentials (connections, secrets): generated once and kept,
-# since a lost key makes every stored credential unreadable.
-key="${GUILDS_SECRET_KEY:-$(dotenv GUILDS_SECRET_KEY)}"
-if [ -z "$key" ]; then
-  keyfile="$GUILDS_DATA_DIR/secret-key"
-  if [ ! -s "$keyfile" ]; then
-    (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n' >"$keyfile")
-    echo "run: generated GUILDS_SECRET_KEY in $keyfile (kept for the next runs; back it up with the database)"
-  fi
-  key="$(cat "$keyfile")"
-fi
-export GUILDS_SECRET_KEY="$key"
+# GUILDS_SECRET_KEY (which encrypts stored credentials), when unset, is generated and kept by the
+# orchestrator itself in $GUILDS_DATA_DIR/secret-key; GET /api/instance says where it came from.
 
 listen="${GUILDS_LISTEN:-$(dotenv GUILDS_LISTEN)}"
 listen="${listen:-127.0.0.1:8080}"
