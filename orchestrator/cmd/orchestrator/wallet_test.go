@@ -163,6 +163,12 @@ func TestWalletEndToEnd(t *testing.T) {
 	if want, _ := wallet.ParseAmount("0.75", 18, false); w.node.Balance(t, to).Cmp(want) != 0 {
 		t.Fatalf("the recipient holds %s wei, want %s", w.node.Balance(t, to), want)
 	}
+	// On solana too: the bank (which verifies every signature) moves exactly the lamports.
+	solTo := wallet.Base58Encode(ed25519.NewKeyFromSeed([]byte("wallet-e2e-solana-recipient-32b!"))[32:])
+	res = must(t, 200, "POST", w.api+"/api/runs/"+runID+"/calls", map[string]any{"name": "wallet_send", "arguments": map[string]any{"chain": "solana", "to": solTo, "amount": "0.5"}})
+	if got := res["result"].(string); !strings.Contains(got, "status\tsuccess (confirmed)") || !strings.Contains(got, "https://solscan.io/tx/") || w.sol.Balance(solTo) != 500_000_000 {
+		t.Fatalf("solana send %q (recipient %d lamports)", got, w.sol.Balance(solTo))
+	}
 	// A send on base reaches the same node (chain id 1): refused before signing.
 	res = must(t, 200, "POST", w.api+"/api/runs/"+runID+"/calls", map[string]any{"name": "wallet_send", "arguments": map[string]any{"chain": "base", "to": to, "amount": "1"}})
 	if got := res["result"].(string); !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "chain id 8453") {
