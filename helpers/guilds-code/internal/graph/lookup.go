@@ -14,6 +14,12 @@ func (s *Symbol) Qualified() string {
 	return s.Name
 }
 
+// InInterface reports whether the symbol is a method an interface declares: its callers call through the interface.
+func (g *Graph) InInterface(id SymID) bool {
+	s := g.Sym(id)
+	return s.Kind == KindMethod && s.Parent >= 0 && g.Files[id.F].Syms()[s.Parent].Kind == KindInterface
+}
+
 // Lookup finds the definitions a symbol argument names (a name or Type.method, module.function, a::b)
 // in the files inScope keeps (nil keeps every file).
 func (g *Graph) Lookup(symbol string, inScope func(path string) bool) []SymID {

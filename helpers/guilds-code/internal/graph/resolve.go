@@ -124,13 +124,10 @@ func filter(cands []SymID, keep func(SymID) bool) []SymID {
 	return out
 }
 
-// byNameOnly is the last resort: one candidate resolves, several are labelled matched by name.
+// byNameOnly is the last resort: the candidates are matched by name only, and say so.
 func byNameOnly(cands []SymID) ([]SymID, bool) {
-	switch len(cands) {
-	case 0:
+	if len(cands) == 0 {
 		return nil, false
-	case 1:
-		return cands, false
 	}
 	return cands, true
 }
@@ -182,6 +179,10 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 		}); len(out) > 0 {
 			return out, false
 		}
+	}
+	if r.Name == "Error" && (recv == "err" || strings.HasSuffix(recv, "err") || strings.HasSuffix(recv, "Err")) {
+		// An error value whose type the syntax leaves out is an error: Error is the interface's method.
+		return nil, false
 	}
 	return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
 }
@@ -782,8 +783,8 @@ func isIdent(s string) bool {
 	return true
 }
 
-// CountRefs fills every symbol's Refs with the call sites and references the syntax resolves to it;
-// a match by name only among several candidates counts for none of them.
+// CountRefs fills every symbol's Refs with the call sites and references the syntax resolves to it,
+// and those whose name only it holds; a match by name among several candidates counts for none.
 func (g *Graph) CountRefs() {
 	for _, f := range g.Files {
 		for i := range f.Syms() {
@@ -794,7 +795,7 @@ func (g *Graph) CountRefs() {
 	for fi, f := range g.Files {
 		for ri := range f.LoadRefs() {
 			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
-			if byName {
+			if byName && len(ids) > 1 {
 				continue
 			}
 			for _, id := range ids {

@@ -83,6 +83,9 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 	if l := graph.LangNamed(tf.Lang); l != nil && !l.Calls {
 		header += fmt.Sprintf("note: the graph has no call edges for %s, so this list cannot be complete\n", tf.Lang)
 	}
+	if dir == "in" && g.InInterface(t) {
+		header += "note: an interface method: these calls go through the interface, to whichever type implements it\n"
+	}
 	if w.byName > 0 {
 		header += fmt.Sprintf("note: %d edges are matched by name only (marked ~, with how many definitions share the name): the syntax does not say which is meant\n", w.byName)
 	}
@@ -120,6 +123,9 @@ func (w *callWriter) from(fi int32, ref *graph.Ref) (string, graph.SymID) {
 func byNameMark(e graph.Edge) (string, string) {
 	if e.ByName == 0 {
 		return "", ""
+	}
+	if e.ByName == 1 {
+		return "~ ", "  (by name, the only candidate)"
 	}
 	return "~ ", fmt.Sprintf("  (by name, %d candidates)", e.ByName)
 }
@@ -174,6 +180,8 @@ func (w *callWriter) out(s graph.SymID, d, maxDepth int) {
 		mark, label := byNameMark(e)
 		if e.ByName > 0 {
 			w.byName++
+		} else if w.g.InInterface(e.Target) {
+			label = "  (via interface)"
 		}
 		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d%s", indent, mark, site, ts.Qualified(), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start, label))
 		if d < maxDepth && ts.Kind.Callable() && !w.seen[e.Target] {

@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,7 +94,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 			b.Logf("%s is not in the module cache (go mod download %s): left out", mod, mod)
 			continue
 		}
-		a, t := callersAccuracy(b, gopls, src)
+		a, t := callersAccuracy(b, gopls, mod, src)
 		b.Logf("code_callers vs gopls on %s, %d functions: every listed site precision %.3f recall %.3f (%d agreed, %d extra, %d missed); typed only precision %.3f recall %.3f",
 			mod, a.functions, a.precision(), a.recall(), a.tp, a.fp, a.fn, t.precision(), t.recall())
 		all.add(a)
@@ -120,7 +122,7 @@ func (c counts) precision() float64 { return float64(c.tp) / float64(max(1, c.tp
 func (c counts) recall() float64    { return float64(c.tp) / float64(max(1, c.tp+c.fn)) }
 
 // callersAccuracy measures one module copied from src: every listed site, and the typed ones alone.
-func callersAccuracy(b *testing.B, gopls, src string) (counts, counts) {
+func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 	root := filepath.Join(b.TempDir(), "mod")
 	graphtest.CopyTree(b, src, root)
 	g, err := Open(context.Background(), root, filepath.Join(b.TempDir(), "cache"))
@@ -162,6 +164,13 @@ func callersAccuracy(b *testing.B, gopls, src string) (counts, counts) {
 		err                 error
 	}
 	results := make([]result, len(targets))
+	// GUILDS_ORACLE_CACHE names a folder keeping gopls's answers per module between runs.
+	oracleFile := ""
+	if dir := os.Getenv("GUILDS_ORACLE_CACHE"); dir != "" {
+		oracleFile = filepath.Join(dir, "gopls-"+strings.NewReplacer("/", "_", "@", "_").Replace(mod)+".json")
+	}
+	oracle := loadOracle(oracleFile)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
 	for i, id := range targets {
@@ -181,15 +190,26 @@ func callersAccuracy(b *testing.B, gopls, src string) (counts, counts) {
 			results[i].err = fmt.Errorf("%s:%d: name %s not found on its line", f.Path, s.Start, s.Name)
 			continue
 		}
+		pos := fmt.Sprintf("%s:%d:%d", f.Path, s.Start, col)
+		if st, ok := oracle[pos]; ok {
+			results[i].theirs = st
+			continue
+		}
 		wg.Add(1)
 		go func(i int, pos string) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			results[i].theirs, results[i].err = goplsCallers(gopls, remote, root, pos)
-		}(i, fmt.Sprintf("%s:%d:%d", f.Path, s.Start, col))
+			if results[i].err == nil {
+				mu.Lock()
+				oracle[pos] = results[i].theirs
+				mu.Unlock()
+			}
+		}(i, pos)
 	}
 	wg.Wait()
+	saveOracle(b, oracleFile, oracle)
 	var all, typed counts
 	var misses []string
 	tally := func(c *counts, ours, theirs map[site]bool, name string, keep bool) {
@@ -231,10 +251,59 @@ func callersAccuracy(b *testing.B, gopls, src string) (counts, counts) {
 		b.Fatalf("only %d of %d functions measured (%d skipped)", all.functions, len(targets), skipped)
 	}
 	sort.Strings(misses)
-	for _, m := range misses[:min(len(misses), 25)] {
+	for _, m := range misses[:min(len(misses), 12)] {
 		b.Logf("%s", m)
 	}
+	if dir := os.Getenv("GUILDS_ORACLE_CACHE"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "misses-"+strings.NewReplacer("/", "_", "@", "_").Replace(mod)+".txt"), []byte(strings.Join(misses, "\n")+"\n"), 0o644)
+	}
 	return all, typed
+}
+
+// loadOracle reads the oracle's answers kept in path ("" or a missing file: none).
+func loadOracle(path string) map[string]map[site]bool {
+	out := map[string]map[site]bool{}
+	b, err := os.ReadFile(path)
+	if path == "" || err != nil {
+		return out
+	}
+	var kept map[string][]string
+	if json.Unmarshal(b, &kept) != nil {
+		return out
+	}
+	for pos, sites := range kept {
+		m := map[site]bool{}
+		for _, s := range sites {
+			if p, l, ok := strings.Cut(s, "#"); ok {
+				n, _ := strconv.Atoi(l)
+				m[site{p, n}] = true
+			}
+		}
+		out[pos] = m
+	}
+	return out
+}
+
+// saveOracle keeps the oracle's answers in path ("": nowhere).
+func saveOracle(b *testing.B, path string, oracle map[string]map[site]bool) {
+	if path == "" {
+		return
+	}
+	kept := map[string][]string{}
+	for pos, sites := range oracle {
+		list := []string{}
+		for s := range sites {
+			list = append(list, fmt.Sprintf("%s#%d", s.path, s.line))
+		}
+		kept[pos] = list
+	}
+	data, err := json.Marshal(kept)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Logf("keep the oracle's answers: %v", err)
+	}
 }
 
 // nameColumn is the 1-based byte column of the declared name on a line of a Go file, or 0.

@@ -9,6 +9,7 @@
   name: (field_identifier) @name) @def.method
 (type_spec name: (type_identifier) @name type: (_) @type.body) @def.type
 (type_alias name: (type_identifier) @name) @def.type
+(method_elem name: (field_identifier) @name) @def.method
 (source_file (const_declaration (const_spec name: (identifier) @name) @def.const))
 (source_file (var_declaration (var_spec name: (identifier) @name) @def.var))
 (call_expression function: (identifier) @call.name) @call
