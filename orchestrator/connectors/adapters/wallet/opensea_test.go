@@ -113,6 +113,24 @@ func openseaFake(t *testing.T, m *market, tamper *func(map[string]any)) *adapter
 		}
 		_ = jsonEncode(w, map[string]any{"order": map[string]any{"order_hash": "0x" + strings.Repeat("5e", 32), "protocol_address": seaport16}})
 	})
+	f.JSON("GET /api/v2/offers/collection/test-apes/nfts/7/best", 200, mustJSON(map[string]any{"order_hash": "0x" + strings.Repeat("77", 32), "chain": "ethereum", "protocol_address": seaport16,
+		"price": map[string]any{"currency": "WETH", "decimals": 18, "value": "1000000"}}))
+	f.Handle("POST /api/v2/offers/fulfillment_data", func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now().Unix()
+		params := map[string]any{"considerationToken": m.nft, "considerationIdentifier": "7", "considerationAmount": "1",
+			"offerer": wallettest.Dev2Addr, "zone": nativeEVM, "offerToken": wrappedNative["ethereum"], "offerIdentifier": "0", "offerAmount": "1000000", "basicOrderType": 16,
+			"startTime": fmt.Sprint(now - 3600), "endTime": fmt.Sprint(now + 86400), "zoneHash": "0x" + strings.Repeat("00", 32), "salt": "3141592653589793",
+			"offererConduitKey": "0x" + strings.Repeat("00", 32), "fulfillerConduitKey": openSeaConduitKey,
+			"totalOriginalAdditionalRecipients": "1", "additionalRecipients": []any{map[string]any{"amount": "25000", "recipient": m.fee}},
+			"signature": "0x" + strings.Repeat("22", 65)}
+		tx := map[string]any{"function": "fulfillBasicOrder_efficient_6GL6yc((address,uint256,uint256,address,address,address,uint256,uint256,uint8,uint256,uint256,bytes32,uint256,bytes32,bytes32,uint256,(uint256,address)[],bytes))",
+			"chain": 1, "to": seaport16, "value": "0", "input_data": map[string]any{"parameters": params}}
+		out := map[string]any{"protocol": "seaport1.6", "fulfillment_data": map[string]any{"transaction": tx, "orders": []any{}}}
+		if *tamper != nil {
+			(*tamper)(out)
+		}
+		_ = jsonEncode(w, out)
+	})
 	f.Handle("POST /api/v2/offers/build", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Offerer  string `json:"offerer"`
@@ -299,5 +317,63 @@ func TestOpenSeaCollectionOffer(t *testing.T) {
 	decode(t, m.node.Must(t, "eth_call", map[string]any{"to": weth, "data": data}, "latest"), &allowance)
 	if new(big.Int).SetBytes(common.FromHex(allowance)).Int64() != 3_000_000 {
 		t.Fatalf("allowance %s", allowance)
+	}
+}
+
+// TestOpenSeaAcceptOffer: the best offer on the wallet's NFT accepted through Seaport's basic
+// order: OpenSea's conduit approved, the NFT to the buyer, the offer less its fee to the wallet.
+func TestOpenSeaAcceptOffer(t *testing.T) {
+	m := newMarket(t)
+	weth := wrappedNative["ethereum"]
+	m.node.PlaceConduit(t, openSeaConduit)
+	m.node.PlaceToken(t, weth, wallettest.Dev2Addr, big.NewInt(5_000_000))
+	m.node.Transact(t, wallettest.Dev2Addr, weth, "0x"+sel("approve(address,uint256)")+pad(seaport16)+fmt.Sprintf("%064x", 5_000_000), nil)
+	var tamper func(map[string]any)
+	f := openseaFake(t, m, &tamper)
+	l := login(t, m.node.Proxy, f.URL, goodCreds(t))
+	args := map[string]any{"chain": "ethereum", "contract": m.nft, "token_id": "7"}
+	n := m.node.Nonce(t, wallettest.DevAddr)
+	params := func(o map[string]any) map[string]any {
+		return o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["input_data"].(map[string]any)["parameters"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func(map[string]any)
+		says   string
+	}{
+		{"value", func(o map[string]any) {
+			o["fulfillment_data"].(map[string]any)["transaction"].(map[string]any)["value"] = "1"
+		}, "accepting an offer sends none"},
+		{"another NFT", func(o map[string]any) { params(o)["considerationIdentifier"] = "8" }, "not " + m.nft + " #7"},
+		{"a purchase", func(o map[string]any) { params(o)["basicOrderType"] = 0 }, "not an ERC-721 for an ERC-20"},
+		{"another conduit", func(o map[string]any) { params(o)["fulfillerConduitKey"] = "0x" + strings.Repeat("99", 32) }, "not OpenSea's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tamper = tc.tamper
+			defer func() { tamper = nil }()
+			if _, err := call(t, l, "opensea_accept_offer", args); err == nil || !strings.Contains(adapters.Message(err), tc.says) {
+				t.Fatalf("%v, want %q", err, tc.says)
+			}
+		})
+	}
+	if m.node.Nonce(t, wallettest.DevAddr) != n {
+		t.Fatal("a refused offer sent a transaction")
+	}
+	before := m.node.TokenBalance(t, weth, wallettest.DevAddr)
+	out, err := call(t, l, "opensea_accept_offer", args)
+	if err != nil || field(out, "status") != "success" || !strings.HasPrefix(field(out, "receive"), "0.975 TUSD") || field(out, "approval_hash") == "" {
+		t.Fatalf("accept %q %v", out, err)
+	}
+	if got := m.owner(t, 7); got != wallettest.Dev2Addr {
+		t.Fatalf("NFT owner %s", got)
+	}
+	if d := new(big.Int).Sub(m.node.TokenBalance(t, weth, wallettest.DevAddr), before); d.Int64() != 975_000 {
+		t.Fatalf("the wallet got %s", d)
+	}
+	if got := m.node.TokenBalance(t, weth, m.fee); got.Int64() != 25_000 {
+		t.Fatalf("the fee recipient got %s", got)
+	}
+	if _, err := call(t, l, "opensea_accept_offer", args); err == nil || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("sold already: %v", err)
 	}
 }

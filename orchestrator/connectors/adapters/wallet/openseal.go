@@ -126,7 +126,12 @@ func (e *evm) signOrder(o orderComponents) (string, error) {
 
 // approveConduit lets OpenSea's conduit move the collection's NFTs when it may not yet.
 func (e *evm) approveConduit(ctx context.Context, nft common.Address, dry bool) ([][2]string, error) {
-	conduit := common.HexToAddress(openSeaConduit)
+	return e.approveOperator(ctx, nft, common.HexToAddress(openSeaConduit), dry)
+}
+
+// approveOperator lets an operator (a conduit, or Seaport itself) move the collection's NFTs
+// when it may not yet.
+func (e *evm) approveOperator(ctx context.Context, nft, conduit common.Address, dry bool) ([][2]string, error) {
 	b, err := e.ethCall(ctx, nft, append(append(append([]byte{}, selIsApprovedForAll...), word(e.from)...), word(conduit)...))
 	if err != nil {
 		return nil, err
@@ -134,17 +139,17 @@ func (e *evm) approveConduit(ctx context.Context, nft common.Address, dry bool) 
 	if len(b) >= 32 && new(big.Int).SetBytes(b[:32]).Sign() != 0 {
 		return nil, nil
 	}
-	rows := [][2]string{{"approval", "setApprovalForAll(" + conduit.Hex() + ", true) on " + nft.Hex() + " (OpenSea's conduit)"}}
+	rows := [][2]string{{"approval", "setApprovalForAll(" + conduit.Hex() + ", true) on " + nft.Hex()}}
 	if dry {
 		return rows, nil
 	}
 	data := append(append(append([]byte{}, selSetApprovalForAll...), word(conduit)...), u256(big.NewInt(1))...)
 	out, err := e.execute(ctx, intent{to: nft, value: new(big.Int), data: data}, false)
 	if err != nil {
-		return nil, fmt.Errorf("the approval of OpenSea's conduit failed, so nothing was listed: %w", err)
+		return nil, fmt.Errorf("the approval of %s failed, so nothing else was signed: %w", conduit.Hex(), err)
 	}
 	if resultField(out, "status") != "success" {
-		return nil, adapters.Invalid(provider, "the approval of OpenSea's conduit is "+resultField(out, "status")+"; nothing was listed")
+		return nil, adapters.Invalid(provider, "the approval of "+conduit.Hex()+" is "+resultField(out, "status")+"; nothing else was signed")
 	}
 	return append(rows, [2]string{"approval_hash", resultField(out, "hash")}), nil
 }

@@ -147,7 +147,7 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 	case "opensea_collection_offer":
 		return openseaCollectionOffer(ctx, l, args)
 	case "opensea_accept_offer":
-		return "", adapters.Invalid(provider, tool+" is listed but not yet built in this orchestrator; nothing was signed or sent")
+		return openseaAccept(ctx, l, args)
 	}
 	return "", adapters.UnknownTool(provider, tool)
 }

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Test stand-ins for the OpenSea tools: a minimal ERC-721, and TestSeaport exposing Seaport 1.6's
 // fulfillBasicOrder_efficient_6GL6yc (ETH for an ERC-721, paying the offerer and the additional
-// recipients, the NFT moved from the offerer), cancel (only the offerer, per order), getCounter,
+// recipients, the NFT moved from the offerer; or an ERC-721 for an ERC-20 offer, the NFT moved
+// from the fulfiller through TestConduit when a fulfiller conduit key is given, the additional
+// recipients paid out of the offer by the offerer, as Seaport does), cancel (only the offerer, per order), getCounter,
 // and signerOf, which recovers an order's signer from Seaport's EIP-712 digest computed here in
 // Solidity (an implementation independent of the wallet's). Same selectors and layouts as
 // Seaport. Compiled by compile.js (npm solc) into TestSeaport.json.
 pragma solidity ^0.8.28;
+
+import "TestToken.sol";
 
 contract TestNFT {
     mapping(uint256 => address) public ownerOf;
@@ -88,7 +92,16 @@ struct OrderComponents {
     uint256 counter;
 }
 
+// TestConduit stands at OpenSea's conduit address: it moves an NFT it was approved for.
+contract TestConduit {
+    function move(address token, address from, address to, uint256 id) external {
+        TestNFT(token).transferFrom(from, to, id);
+    }
+}
+
 contract TestSeaport {
+    address constant CONDUIT = 0x1E0049783F008A0085193E00003D00cd54003c71;
+
     mapping(bytes32 => bool) public cancelled;
 
     bytes32 constant OFFER_TYPEHASH = keccak256("OfferItem(uint8 itemType,address token,uint256 identifierOrCriteria,uint256 startAmount,uint256 endAmount)");
@@ -139,6 +152,9 @@ contract TestSeaport {
     }
 
     function fulfillBasicOrder_efficient_6GL6yc(BasicOrderParameters calldata p) external payable returns (bool) {
+        if (p.basicOrderType >= 16 && p.basicOrderType <= 19) {
+            return acceptOffer(p);
+        }
         require(p.considerationToken == address(0) && p.basicOrderType == 0, "TestSeaport: only ETH for an ERC-721");
         require(block.timestamp >= p.startTime && block.timestamp < p.endTime, "TestSeaport: order not active");
         uint256 total = p.considerationAmount;
@@ -151,6 +167,23 @@ contract TestSeaport {
         for (uint256 i = 0; i < p.additionalRecipients.length; i++) {
             p.additionalRecipients[i].recipient.transfer(p.additionalRecipients[i].amount);
         }
+        return true;
+    }
+
+    function acceptOffer(BasicOrderParameters calldata p) internal returns (bool) {
+        require(msg.value == 0, "TestSeaport: an offer takes no value");
+        require(block.timestamp >= p.startTime && block.timestamp < p.endTime, "TestSeaport: order not active");
+        if (p.fulfillerConduitKey != bytes32(0)) {
+            TestConduit(CONDUIT).move(p.considerationToken, msg.sender, p.offerer, p.considerationIdentifier);
+        } else {
+            TestNFT(p.considerationToken).transferFrom(msg.sender, p.offerer, p.considerationIdentifier);
+        }
+        uint256 amount = p.offerAmount;
+        for (uint256 i = 0; i < p.additionalRecipients.length; i++) {
+            amount -= p.additionalRecipients[i].amount;
+            require(TestToken(p.offerToken).transferFrom(p.offerer, p.additionalRecipients[i].recipient, p.additionalRecipients[i].amount), "TestSeaport: fee");
+        }
+        require(TestToken(p.offerToken).transferFrom(p.offerer, msg.sender, amount), "TestSeaport: pay");
         return true;
     }
 

@@ -24,4 +24,5 @@ const nft = out.contracts["TestSeaport.sol"].TestNFT;
 const sea = out.contracts["TestSeaport.sol"].TestSeaport;
 fs.writeFileSync(path.join(__dirname, "TestSeaport.json"),
   JSON.stringify({ compiler: "solc " + solc.version(), nft_bytecode: "0x" + nft.evm.bytecode.object,
-    seaport_abi: sea.abi, seaport_bytecode: "0x" + sea.evm.bytecode.object }, null, 1) + "\n");
+    seaport_abi: sea.abi, seaport_bytecode: "0x" + sea.evm.bytecode.object,
+    conduit_bytecode: "0x" + out.contracts["TestSeaport.sol"].TestConduit.evm.bytecode.object }, null, 1) + "\n");

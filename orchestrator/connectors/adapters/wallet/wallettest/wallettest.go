@@ -241,6 +241,23 @@ func (n *Node) PlaceToken(t testing.TB, addr, holder string, balance *big.Int) {
 	n.Must(t, "anvil_setStorageAt", addr, fmt.Sprintf("0x%x", slot), fmt.Sprintf("0x%064x", balance))
 }
 
+// PlaceConduit puts TestConduit's code at addr (OpenSea's conduit address).
+func (n *Node) PlaceConduit(t testing.TB, addr string) {
+	t.Helper()
+	var fx struct {
+		Conduit string `json:"conduit_bytecode"`
+	}
+	if err := json.Unmarshal(seaportJSON, &fx); err != nil {
+		t.Fatal(err)
+	}
+	at := n.deploy(t, fx.Conduit)
+	var code string
+	if err := json.Unmarshal(n.Must(t, "eth_getCode", at, "latest"), &code); err != nil {
+		t.Fatal(err)
+	}
+	n.Must(t, "anvil_setCode", addr, code)
+}
+
 // SeaportABI is TestSeaport's ABI (Seaport's functions and signerOf).
 func SeaportABI(t testing.TB) string {
 	var fx struct {
