@@ -77,6 +77,26 @@ func TestNarrowingKeepsEveryMatch(t *testing.T) {
 			}
 			return `"title":` + jsonString(s)
 		},
+		func() string { // one edit away from a stored word: matched by similar spelling
+			r := []rune(pick(narrowWords))
+			for len(r) < 2 {
+				r = []rune(pick(narrowWords))
+			}
+			i := rng.IntN(len(r))
+			switch rng.IntN(4) {
+			case 0:
+				r[i] = 'q'
+			case 1:
+				r = append(r[:i:i], r[i+1:]...)
+			case 2:
+				r = append(r[:i:i], append([]rune{'z'}, r[i:]...)...)
+			default:
+				if i+1 < len(r) {
+					r[i], r[i+1] = r[i+1], r[i]
+				}
+			}
+			return `"title":` + jsonString(string(r))
+		},
 		func() string { return `"tags":` + jsonString(pick(narrowWords)) },
 		func() string { return `"status":` + jsonString(pick(statuses)) },
 		func() string {
