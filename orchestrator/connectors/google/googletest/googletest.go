@@ -122,6 +122,13 @@ func (s *Server) Revoke() {
 	s.access = map[string]time.Time{}
 }
 
+// ExpireAccess ends every access token early; refresh tokens stay good.
+func (s *Server) ExpireAccess() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access = map[string]time.Time{}
+}
+
 // Tokens lists every code, token and verifier the fake issued or saw, for leak checks.
 func (s *Server) Tokens() []string {
 	s.mu.Lock()
