@@ -223,7 +223,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	defer func() { stopMonitor(); <-monDone }()
 
 	store := postgres.NewStore(pool)
-	wallet.UseNonces(walletpg.Nonces{Pool: pool}) // the Wallet's nonces, one at a time across replicas
+	wallet.UseNonces(&walletpg.Nonces{Pool: pool}) // the Wallet's nonces, one at a time across replicas
 	if err := registerTools(reg, store); err != nil {
 		return err
 	}

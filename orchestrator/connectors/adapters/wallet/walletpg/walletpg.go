@@ -6,22 +6,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
 )
 
-// Nonces is wallet.Nonces over the wallet_nonces table.
+// Nonces is wallet.Nonces over the wallet_nonces table. Within one process a send first waits
+// its turn on a lock of its own (holding no database connection), so at most one connection per
+// (chain, address) and replica waits on the row: concurrent sends never starve the shared pool.
 type Nonces struct {
-	Pool *pgxpool.Pool
+	Pool  *pgxpool.Pool
+	mu    sync.Mutex
+	turns map[string]chan struct{}
 }
 
-var _ wallet.Nonces = Nonces{}
+var _ wallet.Nonces = (*Nonces)(nil)
+
+// turn is the (chain, address)'s in-process turn, a channel of one slot.
+func (n *Nonces) turn(key string) chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.turns == nil {
+		n.turns = map[string]chan struct{}{}
+	}
+	c := n.turns[key]
+	if c == nil {
+		c = make(chan struct{}, 1)
+		n.turns[key] = c
+	}
+	return c
+}
 
 // Use locks the (chain, address) row for the length of fn, in one transaction; what fn returns
 // is committed even when the caller's context ended meanwhile (a broadcast happened).
-func (n Nonces) Use(ctx context.Context, chainID uint64, address string, fn func(*wallet.NonceState) (*wallet.NonceState, error)) error {
+func (n *Nonces) Use(ctx context.Context, chainID uint64, address string, fn func(*wallet.NonceState) (*wallet.NonceState, error)) error {
+	turn := n.turn(strconv.FormatUint(chainID, 10) + "/" + address)
+	select {
+	case turn <- struct{}{}:
+		defer func() { <-turn }()
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the wallet nonce: %w", ctx.Err())
+	}
 	tx, err := n.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("wallet nonce: begin: %w", err)

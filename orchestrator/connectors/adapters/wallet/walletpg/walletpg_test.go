@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
@@ -42,7 +43,7 @@ func TestRowLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Close)
-		stores = append(stores, walletpg.Nonces{Pool: p})
+		stores = append(stores, &walletpg.Nonces{Pool: p})
 	}
 	r := &replicas{stores: stores}
 	const addr = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -103,7 +104,7 @@ func TestConcurrentSendsAcrossReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Close)
-		stores = append(stores, walletpg.Nonces{Pool: p})
+		stores = append(stores, &walletpg.Nonces{Pool: p})
 	}
 	wallet.UseNonces(&replicas{stores: stores})
 	l := adapters.NewLogin(orchestrator.MCPServer{Slug: wallet.Slug, Endpoints: map[string]string{"ethereum": node.Proxy + "/eth"}},
@@ -140,4 +141,58 @@ func TestConcurrentSendsAcrossReplicas(t *testing.T) {
 	if want, _ := wallet.ParseAmount("0.2", 18, false); got.Cmp(want) != 0 {
 		t.Fatalf("the recipient got %s wei, want %s", got, want)
 	}
+}
+
+// TestSendsDoNotStarveThePool: 20 uses of one (chain, address) waiting their turn hold at most one
+// connection of a two-connection pool, so the orchestrator's other queries still run at once.
+func TestSendsDoNotStarveThePool(t *testing.T) {
+	_, dsn := pgtest.NewDBWithDSN(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 2
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	n := &walletpg.Nonces{Pool: p}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = n.Use(context.Background(), 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(s *wallet.NonceState) (*wallet.NonceState, error) {
+				time.Sleep(20 * time.Millisecond) // a broadcast
+				return nil, nil
+			})
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		var one int
+		err := p.QueryRow(ctx, "SELECT 1").Scan(&one)
+		cancel()
+		if err != nil {
+			t.Fatalf("another query waited behind the sends: %v", err)
+		}
+	}
+	wg.Wait()
+	// A use whose context ends while it waits its turn gives up with the context's error.
+	hold := make(chan struct{})
+	go func() {
+		_ = n.Use(context.Background(), 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(*wallet.NonceState) (*wallet.NonceState, error) {
+			<-hold
+			return nil, nil
+		})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if err := n.Use(ctx, 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(*wallet.NonceState) (*wallet.NonceState, error) { return nil, nil }); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("waiting past the deadline: %v", err)
+	}
+	close(hold)
 }
