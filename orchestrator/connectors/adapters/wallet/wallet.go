@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
@@ -171,6 +170,3 @@ func getAddress(l adapters.Login) (string, error) {
 
 // dryRun reads the dry_run argument.
 func dryRun(args map[string]any) bool { return adapters.Bool(args, "dry_run") }
-
-// lower is s trimmed and lowercased.
-func lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
