@@ -69,6 +69,13 @@ func TestRPCFaults(t *testing.T) {
 	if _, err := call(t, l, "send", args); err == nil || !strings.Contains(err.Error(), "simulation on ethereum failed, so nothing was signed or sent: insufficient funds") {
 		t.Fatalf("estimate refused: %v", err)
 	}
+	// A node that echoes its URL (the key in the path) shows no key.
+	node.on("eth_estimateGas", func([]json.RawMessage) (any, *rpcError) {
+		return nil, &rpcError{Code: -32000, Message: "bad request to /ethereum/" + alchemyKey}
+	})
+	if _, err := call(t, l, "send", args); err == nil || strings.Contains(err.Error(), alchemyKey) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("echoed key: %v", err)
+	}
 	for _, m := range node.seen {
 		if m == "eth_sendRawTransaction" {
 			t.Fatal("a faulty answer led to a broadcast")

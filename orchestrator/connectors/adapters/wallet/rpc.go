@@ -87,6 +87,7 @@ func (r *rpc) call(ctx context.Context, method string, params []any, out any) er
 		return err
 	}
 	if env.Error != nil {
+		env.Error.Message = scrubbed(env.Error.Message, r.http.Login)
 		return &nodeError{rpc: env.Error, provider: c.Provider, method: method}
 	}
 	if len(env.Result) == 0 {
@@ -99,6 +100,17 @@ func (r *rpc) call(ctx context.Context, method string, params []any, out any) er
 		return &adapters.Error{Kind: adapters.KindMalformed, Provider: c.Provider, Msg: "answered " + method + " with a result that is not the expected shape"}
 	}
 	return nil
+}
+
+// scrubbed is a node's text with every credential value of the login masked: a node that echoes
+// its URL would otherwise show the key in the path.
+func scrubbed(s string, l adapters.Login) string {
+	for _, v := range l.Credentials {
+		if v = strings.TrimSpace(v); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
 }
 
 // nodeError is a node's JSON-RPC error: one line for the model, the object kept for decoding.
