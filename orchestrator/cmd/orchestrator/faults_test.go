@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -512,5 +513,71 @@ func TestCallsAcrossFaults(t *testing.T) {
 	}
 	if len(entries) != len(rows) {
 		t.Errorf("%d effects, %d stored calls", len(entries), len(rows))
+	}
+}
+
+// scriptRunBin is a folder with guilds-script-run: GUILDS_BIN_DIR when set, else built once.
+var scriptRunBin = sync.OnceValues(func() (string, error) {
+	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+		return d, nil
+	}
+	dir, err := os.MkdirTemp("", "guilds-bin-")
+	if err != nil {
+		return "", err
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "guilds-script-run"), ".")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "helpers", "guilds-script-run")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build guilds-script-run: %v\n%s", err, out)
+	}
+	return dir, nil
+})
+
+// TestParallelScriptRuns: five 2-second script_run calls of one run, sent at once through the
+// real binary, take about as long as one (not five times as long: they run side by side; what
+// more they take is Python's start-up on a machine's few cores), each stored with its own seq.
+func TestParallelScriptRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an orchestrator process")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	bins, err := scriptRunBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, faultRoot(t), "GUILDS_BIN_DIR="+bins)
+	runID := setupRun(t, c.base, 20)
+	st, out := request(t, "POST", c.base+"/api/runs/"+runID+"/calls", map[string]any{"name": "script_create", "arguments": map[string]any{
+		"name": "nap", "description": "Sleeps two seconds.", "source": "import time\ntime.sleep(2)\nprint('rested')\n"}})
+	if st != 200 || strings.HasPrefix(fmt.Sprint(out["result"]), "ERROR") {
+		t.Fatalf("script_create: %d %v", st, out)
+	}
+	t0 := time.Now()
+	if st, out := request(t, "POST", c.base+"/api/runs/"+runID+"/calls", map[string]any{"name": "script_run", "arguments": map[string]any{"name": "nap"}}); st != 200 {
+		t.Fatalf("script_run: %d %v", st, out)
+	}
+	alone := time.Since(t0)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			st, out := request(t, "POST", c.base+"/api/runs/"+runID+"/calls", map[string]any{"name": "script_run", "arguments": map[string]any{"name": "nap"}})
+			if st != 200 || !strings.Contains(fmt.Sprint(out["result"]), "rested") {
+				t.Errorf("script_run: %d %v", st, out)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(began)
+	t.Logf("five parallel 2 s script_run calls of one run took %s; one alone %s", took.Round(time.Millisecond), alone.Round(time.Millisecond))
+	if took > 2*alone {
+		t.Errorf("five parallel 2 s script_run calls took %s, one alone %s: they did not run side by side", took, alone)
+	}
+	if calls := checkCounter(t, c.base, runID); len(calls) != 7 {
+		t.Errorf("%d calls stored, want 7", len(calls))
 	}
 }
