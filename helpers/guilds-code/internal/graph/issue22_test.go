@@ -38,7 +38,7 @@ func TestIssue22(t *testing.T) {
 		{"an import path whose module has no go.mod in the repository", "code_callers", `{"symbol":"Trim","in":"../tools"}`,
 			[]string{"cmd/cmd.go:6  Run"}, nil},
 		{"a receiver typed by its constructor and by a parameter; not a strings.Builder, not another type's String", "code_callers", `{"symbol":"Greeter.String"}`,
-			[]string{"main.go:13  main", "main.go:27  shout", "~ main.go:30  mystery  (by name, 3 candidates)"}, []string{"main.go:16", "main.go:18", "speaker.go"}},
+			[]string{"main.go:13  main", "main.go:27  shout", "~ main.go:30  mystery  (by name, 3 candidates)", "pkg/speaker.go:9  Announce  (via interface)"}, []string{"main.go:16", "main.go:18"}},
 		{"a receiver typed by a conversion", "code_callers", `{"symbol":"Name.String"}`,
 			[]string{"main.go:18  main"}, []string{"main.go:13", "main.go:16", "main.go:27", "chain.go"}},
 		{"receivers typed by a field of a field, a method's result and a type assertion", "code_callers", `{"symbol":"Greeter.String"}`,

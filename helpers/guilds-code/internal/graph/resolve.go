@@ -89,18 +89,34 @@ func (g *Graph) index() *index {
 	return ix
 }
 
-// Resolve returns the symbols a reference may mean and whether it was matched by name only
-// (several candidates the syntax cannot tell apart).
-func (g *Graph) Resolve(fi int32, r *Ref) ([]SymID, bool) {
+// How says how a call site was resolved.
+type How uint8
+
+const (
+	Typed        How = iota // by the syntax: the receiver's type, an import or the scope
+	ByName                  // by name only: candidates the syntax cannot tell apart
+	ViaInterface            // through an interface: its method and the methods of the types implementing it
+)
+
+// Resolve returns the symbols a reference may mean and how it found them.
+func (g *Graph) Resolve(fi int32, r *Ref) ([]SymID, How) {
+	ids, how := g.resolve(fi, r)
+	if len(ids) == 0 {
+		return nil, Typed
+	}
+	return ids, how
+}
+
+func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, How) {
 	cands := g.Named(r.Name)
 	if len(cands) == 0 {
-		return nil, false
+		return nil, Typed
 	}
 	f := g.Files[fi]
 	if fam := family(f.Lang); !sameFamily(g, cands, fam) {
 		cands = filter(cands, func(id SymID) bool { return family(g.Files[id.F].Lang) == fam })
 		if len(cands) == 0 {
-			return nil, false
+			return nil, Typed
 		}
 	}
 	switch f.Lang {
@@ -108,10 +124,14 @@ func (g *Graph) Resolve(fi int32, r *Ref) ([]SymID, bool) {
 		return g.resolveGo(fi, f, r, cands)
 	case "python", "javascript", "typescript", "tsx":
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
-			return ids, false
+			return ids, Typed
 		}
 	}
-	return g.resolveGeneric(fi, f, r, cands)
+	ids, byName := g.resolveGeneric(fi, f, r, cands)
+	if byName {
+		return ids, ByName
+	}
+	return ids, Typed
 }
 
 func filter(cands []SymID, keep func(SymID) bool) []SymID {
@@ -132,7 +152,7 @@ func byNameOnly(cands []SymID) ([]SymID, bool) {
 	return cands, true
 }
 
-func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bool) {
+func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
 	dir := path.Dir(f.Path)
 	inPkg := func(d, pkg string) func(SymID) bool {
 		return func(id SymID) bool {
@@ -156,7 +176,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 				}
 			}
 		}
-		return out, false
+		return out, Typed
 	}
 	recv := r.Recv
 	if isIdent(recv) {
@@ -165,26 +185,83 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, bo
 			for _, d := range dirs {
 				out = append(out, filter(cands, func(id SymID) bool { return topLevel(id) && inPkg(d, g.goPkgName(d))(id) })...)
 			}
-			return out, false
+			return out, Typed
 		}
 	}
-	// A receiver whose type the syntax gives calls that type's method, or, for a type from outside
-	// the repository, nothing in the graph.
-	if t, ok := g.goExprType(f, r.From, recv, 0); ok {
+	// A receiver whose type the syntax gives calls that type's method; through an interface, the
+	// interface's and its implementations'; for another type from outside the repository, nothing.
+	t, ok := g.goExprType(f, r.From, recv, 0)
+	if !ok && r.Name == "Error" && (recv == "err" || strings.HasSuffix(recv, "err") || strings.HasSuffix(recv, "Err")) {
+		// An error value whose type the syntax leaves out is an error.
+		t, ok = goType{name: "error"}, true
+	}
+	if ok {
 		if t.dir == "" {
-			return nil, false
+			if t.name == "error" && r.Name == "Error" {
+				impls := filter(cands, func(id SymID) bool {
+					s := g.Sym(id)
+					return s.Kind == KindMethod && strings.Contains(s.Sig, "Error() string")
+				})
+				if len(impls) > 0 {
+					return impls, ViaInterface
+				}
+			}
+			return nil, Typed
 		}
 		if out := filter(cands, func(id SymID) bool {
 			return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
 		}); len(out) > 0 {
-			return out, false
+			if g.InInterface(out[0]) {
+				return append(out, g.goImplementations(out[0], cands)...), ViaInterface
+			}
+			return out, Typed
 		}
 	}
-	if r.Name == "Error" && (recv == "err" || strings.HasSuffix(recv, "err") || strings.HasSuffix(recv, "Err")) {
-		// An error value whose type the syntax leaves out is an error: Error is the interface's method.
-		return nil, false
+	ids, byName := byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
+	if byName {
+		return ids, ByName
 	}
-	return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
+	return ids, Typed
+}
+
+// goImplementations lists the methods among cands of the types in the repository that have every
+// method the interface declaring im declares (by name: the syntax does not give full method sets).
+func (g *Graph) goImplementations(im SymID, cands []SymID) []SymID {
+	f := g.Files[im.F]
+	iface := f.Syms()[g.Sym(im).Parent]
+	var names []string
+	for i := range f.Syms() {
+		if s := &f.Syms()[i]; s.Parent == g.Sym(im).Parent && s.Kind == KindMethod {
+			names = append(names, s.Name)
+		}
+	}
+	var out []SymID
+	for _, id := range cands {
+		c := g.Sym(id)
+		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) {
+			continue
+		}
+		dir := path.Dir(g.Files[id.F].Path)
+		has := func(n string) bool {
+			for _, m := range g.Named(n) {
+				if g.Sym(m).Container == c.Container && path.Dir(g.Files[m.F].Path) == dir {
+					return true
+				}
+			}
+			return false
+		}
+		all := true
+		for _, n := range names {
+			if !has(n) {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // goType is a Go type named in the syntax: the folder of the package that declares it ("" for a
@@ -794,8 +871,8 @@ func (g *Graph) CountRefs() {
 	g.idx = nil
 	for fi, f := range g.Files {
 		for ri := range f.LoadRefs() {
-			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
-			if byName && len(ids) > 1 {
+			ids, how := g.Resolve(int32(fi), &f.Refs[ri])
+			if how == ByName && len(ids) > 1 {
 				continue
 			}
 			for _, id := range ids {
@@ -811,14 +888,16 @@ type Edge struct {
 	Ref    int32 // index of the call site in that file
 	Target SymID // what it refers to
 	ByName int   // 0 when resolved by the syntax; else matched by name only, among this many candidates
+	Via    bool  // through an interface: to its method or the method of a type implementing it
 }
 
-// byNameCount is an edge's ByName: how many candidates a match by name chose among, 0 for none.
-func byNameCount(byName bool, ids []SymID) int {
-	if byName {
-		return len(ids)
+// edge is the edge from call site ri of file fi to t, resolved among ids as how says.
+func edge(fi, ri int32, t SymID, ids []SymID, how How) Edge {
+	e := Edge{File: fi, Ref: ri, Target: t, Via: how == ViaInterface}
+	if how == ByName {
+		e.ByName = len(ids)
 	}
-	return 0
+	return e
 }
 
 // CallersOf lists every call site that resolves to the target.
@@ -833,10 +912,10 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 			if f.Refs[ri].Name != name {
 				continue
 			}
-			ids, byName := g.Resolve(int32(fi), &f.Refs[ri])
+			ids, how := g.Resolve(int32(fi), &f.Refs[ri])
 			for _, id := range ids {
 				if id == t {
-					out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t, ByName: byNameCount(byName, ids)})
+					out = append(out, edge(int32(fi), int32(ri), t, ids, how))
 					break
 				}
 			}
@@ -854,13 +933,13 @@ func (g *Graph) CallsFrom(s SymID) []Edge {
 		if !g.within(f, r.From, s.S) {
 			continue
 		}
-		ids, byName := g.Resolve(s.F, r)
+		ids, how := g.Resolve(s.F, r)
 		if len(ids) == 0 {
 			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: SymID{-1, -1}})
 			continue
 		}
 		for _, id := range ids {
-			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: id, ByName: byNameCount(byName, ids)})
+			out = append(out, edge(s.F, int32(ri), id, ids, how))
 		}
 	}
 	return out

@@ -84,7 +84,7 @@ func Callers(ctx context.Context, c *runs.Call) envelope.Reply {
 		header += fmt.Sprintf("note: the graph has no call edges for %s, so this list cannot be complete\n", tf.Lang)
 	}
 	if dir == "in" && g.InInterface(t) {
-		header += "note: an interface method: these calls go through the interface, to whichever type implements it\n"
+		header += "note: an interface method: these calls go through the interface, to whichever type implements it (code_callers on an implementation lists them too, via interface)\n"
 	}
 	if w.byName > 0 {
 		header += fmt.Sprintf("note: %d edges are matched by name only (marked ~, with how many definitions share the name): the syntax does not say which is meant\n", w.byName)
@@ -119,8 +119,12 @@ func (w *callWriter) from(fi int32, ref *graph.Ref) (string, graph.SymID) {
 	return f.Syms()[ref.From].Qualified(), graph.SymID{F: fi, S: ref.From}
 }
 
-// byNameMark is the mark before an edge matched by name only and the label after it, saying among how many candidates.
+// byNameMark is the mark before an edge matched by name only and the label after it, saying among
+// how many candidates; an edge through an interface is labelled so.
 func byNameMark(e graph.Edge) (string, string) {
+	if e.Via {
+		return "", "  (via interface)"
+	}
 	if e.ByName == 0 {
 		return "", ""
 	}
@@ -180,8 +184,6 @@ func (w *callWriter) out(s graph.SymID, d, maxDepth int) {
 		mark, label := byNameMark(e)
 		if e.ByName > 0 {
 			w.byName++
-		} else if w.g.InInterface(e.Target) {
-			label = "  (via interface)"
 		}
 		w.lines = append(w.lines, fmt.Sprintf("%s%s%s  %s → %s:%d%s", indent, mark, site, ts.Qualified(), w.r.rel(w.c, w.g.Files[e.Target.F].Path), ts.Start, label))
 		if d < maxDepth && ts.Kind.Callable() && !w.seen[e.Target] {
