@@ -158,13 +158,14 @@ func newEnv(t *testing.T, getenv func(string) string) *env {
 func (e *env) do(method, path string, body any, auth ...string) (int, map[string]any) {
 	e.t.Helper()
 	var rd io.Reader
+	var sent []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		rd, sent = strings.NewReader(b), []byte(b)
 	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
+		sent, _ = json.Marshal(b)
+		rd = bytes.NewReader(sent)
 	}
 	req := httptest.NewRequest(method, path, rd)
 	req.Header.Set("Content-Type", "application/json")
@@ -181,7 +182,7 @@ func (e *env) do(method, path string, body any, auth ...string) (int, map[string
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	checkLive(e.t, req, resp.StatusCode, resp.Header, raw) // every answer agrees with openapi.json
+	checkLive(e.t, req, sent, resp.StatusCode, resp.Header, raw) // every exchange agrees with openapi.json
 	var out map[string]any
 	if err := json.Unmarshal(raw, &out); err != nil {
 		e.t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)

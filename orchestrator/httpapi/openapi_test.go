@@ -114,13 +114,39 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 }
 
 // checkLive validates one live answer (its status, headers and body) against the document's
-// response for the request's operation; every request the tests send through env.do comes here.
-func checkLive(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+// response for the request's operation, and a request the server accepted (sent: its body)
+// against the document's request; every request the tests send through env.do comes here.
+func checkLive(t testing.TB, req *http.Request, sent []byte, status int, header http.Header, body []byte) {
 	t.Helper()
 	seen.add(req, status)
 	for _, p := range liveProblems(t, req, status, header, body) {
 		t.Errorf("%s\n  body: %.600s", p, body)
 	}
+	if status/100 == 2 {
+		for _, p := range requestProblems(t, req, sent) {
+			t.Errorf("%s\n  request body: %.600s", p, sent)
+		}
+	}
+}
+
+// requestProblems lists how a request the server accepted disagrees with openapi.json: the
+// document must allow what the server takes.
+func requestProblems(t testing.TB, req *http.Request, sent []byte) []string {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(sent))
+	ok, errs := documentValidator(t).ValidateHttpRequest(r)
+	if ok {
+		return nil
+	}
+	var out []string
+	for _, e := range errs {
+		msg := fmt.Sprintf("%s %s was accepted, but openapi.json refuses the request: %s: %s", req.Method, req.URL.RequestURI(), e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			msg += fmt.Sprintf("\n  at %s: %s", se.FieldPath, se.Reason)
+		}
+		out = append(out, msg)
+	}
+	return out
 }
 
 // liveProblems lists how an answer disagrees with openapi.json (libopenapi-validator's findings).
@@ -318,8 +344,9 @@ func TestEveryOperationRefusesAsDocumented(t *testing.T) {
 func (e *env) raw(method, path string, body any, withToken bool) int {
 	e.t.Helper()
 	var rd io.Reader
+	var sent []byte
 	if b, ok := body.(string); ok {
-		rd = strings.NewReader(b)
+		rd, sent = strings.NewReader(b), []byte(b)
 	}
 	req, _ := http.NewRequest(method, "http://127.0.0.1:8080"+path, rd)
 	req.Header.Set("Content-Type", "application/json")
@@ -332,7 +359,7 @@ func (e *env) raw(method, path string, body any, withToken bool) int {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	checkLive(e.t, req, resp.StatusCode, resp.Header, raw)
+	checkLive(e.t, req, sent, resp.StatusCode, resp.Header, raw)
 	return resp.StatusCode
 }
 
