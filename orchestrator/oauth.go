@@ -79,7 +79,9 @@ type OAuthComplete struct {
 	ConnectionID string
 	Server       MCPServer
 	Owner        Chain
-	Seal         func(connectionID string) []byte // the sealed credentials (access and refresh token)
+	Seal         func(connectionID string) []byte // the sealed credentials (access and refresh token); nil keeps the held ones
+	Hold         bool                             // store the tokens and the grant only: the connection stays pending (Drive, until its folder is picked)
+	Settings     []byte                           // the connection's settings (Drive's folder); nil keeps them
 	ExpiresAt    *time.Time
 	ClientID     int64
 	Meta         OAuthServer

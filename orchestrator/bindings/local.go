@@ -52,21 +52,9 @@ func (r *Remote) serves(srv orchestrator.MCPServer) bool {
 // callLocal checks args against the listed schema and calls the adapter; a 401 on the key itself
 // marks the connection disconnected.
 func (r *Remote) callLocal(ctx context.Context, row orchestrator.MCPLogin, login RemoteLogin, tool orchestrator.ListedTool, args json.RawMessage, run *orchestrator.Run) (string, error) {
-	m := map[string]any{}
-	if len(args) > 0 && string(args) != "null" {
-		if err := json.Unmarshal(args, &m); err != nil {
-			return "", &registry.ArgsError{Problems: []string{"arguments: not a JSON object; send one JSON object"}}
-		}
-	}
-	if len(tool.InputSchema) > 0 {
-		m = registry.DropOptionalEmptyStrings(tool.InputSchema, m)
-		raw, err := json.Marshal(m)
-		if err != nil {
-			return "", fmt.Errorf("encode the arguments of %s: %w", tool.Name, err)
-		}
-		if err := registry.ValidateArgs(tool.InputSchema, raw); err != nil {
-			return "", err
-		}
+	m, err := checkedArgs(tool, args)
+	if err != nil {
+		return "", err
 	}
 	out, err := r.Local.Call(ctx, LocalCall{Server: row.Server, ConnectionID: login.ConnectionID, Credentials: login.Credentials,
 		Tool: tool.RemoteName, Args: m, Run: run, Bearer: login.Bearer})
@@ -79,6 +67,27 @@ func (r *Remote) callLocal(ctx context.Context, row orchestrator.MCPLogin, login
 		}
 	}
 	return out, err
+}
+
+// checkedArgs decodes a call's arguments and checks them against the listed schema.
+func checkedArgs(tool orchestrator.ListedTool, args json.RawMessage) (map[string]any, error) {
+	m := map[string]any{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, &registry.ArgsError{Problems: []string{"arguments: not a JSON object; send one JSON object"}}
+		}
+	}
+	if len(tool.InputSchema) > 0 {
+		m = registry.DropOptionalEmptyStrings(tool.InputSchema, m)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode the arguments of %s: %w", tool.Name, err)
+		}
+		if err := registry.ValidateArgs(tool.InputSchema, raw); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // local returns the adapters seam when an adapter serves srv, else nil.

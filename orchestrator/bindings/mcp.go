@@ -79,6 +79,7 @@ type Remote struct {
 	Client MCPClient
 	Local  LocalAdapters    // the local API adapters; nil: a local server's tools cannot be called
 	OAuth  *OAuth           // browser OAuth logins; nil: OAuth servers cannot be connected or called
+	Drive  DriveAPI         // Google Drive's folder confinement; nil: Drive calls go to its MCP server unconfined
 	TTL    time.Duration    // how old a stored list may be at run start; 0 is DefaultListTTL
 	Now    func() time.Time // the clock list ages are measured by; nil is time.Now
 	Log    *slog.Logger
@@ -179,6 +180,13 @@ func listedRemote(log *slog.Logger, srv orchestrator.MCPServer, tools []orchestr
 			continue
 		}
 		t.OfferedSchema, t.DefaultOff = shaped, srv.Config.IsDefaultOff(t.RemoteName)
+		if srv.Slug == DriveSlug {
+			t = driveTool(t)
+			if t.OfferedSchema, err = registry.ShapeSchema(t.InputSchema); err != nil {
+				log.Warn("MCP tool skipped: its rewritten schema cannot be shaped", "server", srv.Slug, "tool", t.Name, "err", err.Error())
+				continue
+			}
+		}
 		out = append(out, t)
 	}
 	return out
@@ -304,6 +312,9 @@ func (r *Remote) CallMCP(ctx context.Context, run orchestrator.Run, t orchestrat
 	if r.serves(row.Server) {
 		return r.callLocal(ctx, row, login, row.Tool, args, &run)
 	}
+	if r.confined(row.Server) {
+		return r.callDrive(ctx, row, login, row.Tool, args, &run)
+	}
 	return r.Client.CallTool(ctx, login, row.Tool, args)
 }
 
@@ -358,6 +369,8 @@ func (r *Remote) TestCall(ctx context.Context, connectionID, name string, args j
 	var out string
 	if r.serves(row.Server) {
 		out, err = r.callLocal(ctx, row, login, tool, args, nil)
+	} else if r.confined(row.Server) {
+		out, err = r.callDrive(ctx, row, login, tool, args, nil)
 	} else {
 		out, err = r.Client.CallTool(ctx, login, tool, args)
 	}

@@ -259,7 +259,7 @@ func (o *OAuth) refresh(ctx context.Context, id, old string, force bool) (tokenS
 			if err != nil {
 				return nil, err
 			}
-			if g.Status != orchestrator.ConnConnected {
+			if g.Status == orchestrator.ConnDisconnected { // a pending login holding tokens (Drive before its folder) renews too
 				return nil, &errDisconnected{fmt.Sprintf("the %s login %s is %s; connect it again", g.Server, id, g.Status)}
 			}
 			cur := tokenState{access: creds["access_token"], expires: g.ExpiresAt, issued: g.IssuedAt}
@@ -604,7 +604,10 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	var listing RemoteListing
 	var tools []orchestrator.ListedTool
 	hint := tok.AccountHint
-	if srv.Kind == orchestrator.ServerLocal {
+	hold := s.Remote.confined(srv) // Drive: the tokens are held until the operator picks the folder
+	if hold {
+		hint = ""
+	} else if srv.Kind == orchestrator.ServerLocal {
 		hint, tools, err = s.localOAuthListing(ctx, srv, tok)
 		if err != nil {
 			return fail("the login worked but %s refused its token: %s", srv.Name, pipelineScrub(err.Error(), tok))
@@ -621,7 +624,7 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 		}
 		tools = listedRemote(s.log(), srv, listing.Tools)
 	}
-	if hint == "" {
+	if hint == "" && !hold {
 		if u, err := url.Parse(p.Meta.Issuer); err == nil {
 			hint = u.Hostname()
 		}
@@ -632,7 +635,7 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	}
 	conn, err := o.Store.CompleteOAuth(ctx, orchestrator.OAuthComplete{ConnectionID: p.ConnectionID, Server: srv, Owner: p.Owner,
 		Seal: func(id string) []byte { return o.Box.Seal(plain, SealedFor(id)) }, ExpiresAt: tok.ExpiresAt, ClientID: p.Client.ID, Meta: p.Meta,
-		AccountHint: hint, Tools: tools, Transport: listing.Transport, Now: now})
+		AccountHint: hint, Tools: tools, Transport: listing.Transport, Hold: hold, Now: now})
 	clear(plain)
 	switch orchestrator.ErrorCode(err) {
 	case "":
@@ -643,6 +646,10 @@ func (s *Service) OAuthCallback(ctx context.Context, q OAuthCallbackQuery) (orch
 	}
 	s.Remote.Client.Forget(conn.ID)
 	o.put(conn.ID, tokenState{access: tok.AccessToken, expires: tok.ExpiresAt, issued: now})
+	if hold {
+		s.log().Info("OAuth login held until its folder is picked", "connection_id", conn.ID, "server", srv.Slug)
+		return conn, nil
+	}
 	s.log().Info("connection connected", "connection_id", conn.ID, "server", srv.Slug, "scope", p.Owner.Scope, "scope_id", p.Owner.ID(),
 		"tools", len(tools), "oauth", true)
 	return conn, nil

@@ -54,6 +54,9 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	if conn.AccountHint != "" {
 		what += " (" + conn.AccountHint + ")"
 	}
+	if conn.Status == orchestrator.ConnPending { // Drive: the folder is picked next
+		return page(c, fiber.StatusOK, "Signed in", what+" is signed in ("+conn.ID+"); pick its folder in the Tools view (GET /api/mcp/connections/"+conn.ID+"/drive/folders) to finish. You can close this tab.")
+	}
 	return page(c, fiber.StatusOK, "Connected", what+" is connected ("+conn.ID+"). You can close this tab.")
 }
 

@@ -388,8 +388,8 @@ func TestOAuthConnectFaults(t *testing.T) {
 	if st, out := e.do("POST", "/api/mcp/connections", map[string]any{"server": "sentry", "scope": "org", "scope_id": orgID, "credentials": map[string]string{"api_key": "x"}}); st != 422 {
 		t.Errorf("credentials on an OAuth Connect: %d %v", st, out)
 	}
-	if st, out := e.do("POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID}); st != 422 || !strings.Contains(errMessage(out), "does not offer yet") {
-		t.Errorf("Drive Connect: %d %v", st, out)
+	if st, out := e.do("POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID}); st != 422 || out["error"].(map[string]any)["setup_state"] != "unsupported" || !strings.Contains(errMessage(out), "GMAIL_OAUTH_CLIENT_ID") {
+		t.Errorf("Drive Connect without the box's Google client: %d %v", st, out)
 	}
 }
 

@@ -117,9 +117,10 @@ func (s *Store) AbandonOAuth(ctx context.Context, connectionID string) (bool, er
 // CompleteOAuth stores a successful callback in one transaction: the sealed tokens, status
 // connected, the grant refresh uses, the listed tools and the enabled binding at the owner. A
 // connection deleted meanwhile is ENOTFOUND; one another callback connected first is ECONFLICT.
+// Hold stores only the tokens and the grant (the connection stays pending); without Seal it
+// connects a login held earlier, with its settings.
 func (s *Store) CompleteOAuth(ctx context.Context, w orchestrator.OAuthComplete) (orchestrator.Connection, error) {
 	var out orchestrator.Connection
-	org, guild, agent := ownerColumns(w.Owner)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status string
 		err := tx.QueryRow(ctx, "SELECT status FROM mcp_connections WHERE id = $1 FOR UPDATE", w.ConnectionID).Scan(&status)
@@ -132,7 +133,14 @@ func (s *Store) CompleteOAuth(ctx context.Context, w orchestrator.OAuthComplete)
 		if status == orchestrator.ConnConnected {
 			return orchestrator.Errorf(orchestrator.ECONFLICT, "connection %s was connected by another login meanwhile; this one changed nothing", w.ConnectionID)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, credentials = $3, verified_at = $4, listed_at = $4,
+		if w.Seal == nil {
+			return connectHeld(ctx, tx, w, &out)
+		}
+		if w.Hold {
+			if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET credentials = $2, updated_at = $3 WHERE id = $1", w.ConnectionID, w.Seal(w.ConnectionID), w.Now); err != nil {
+				return fmt.Errorf("hold the OAuth login: %w", err)
+			}
+		} else if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, credentials = $3, verified_at = $4, listed_at = $4,
 			updated_at = $4, transport = $5, list_error = '', relist_until = NULL WHERE id = $1`,
 			w.ConnectionID, w.AccountHint, w.Seal(w.ConnectionID), w.Now, w.Transport); err != nil {
 			return fmt.Errorf("complete OAuth login: %w", err)
@@ -143,19 +151,45 @@ func (s *Store) CompleteOAuth(ctx context.Context, w orchestrator.OAuthComplete)
 			w.ConnectionID, w.ClientID, w.Meta.Resource, w.Meta.Issuer, w.Meta.TokenEndpoint, w.ExpiresAt, w.Now); err != nil {
 			return fmt.Errorf("complete OAuth login: store the grant: %w", err)
 		}
-		if _, err := writeListing(ctx, tx, w.Server, w.ConnectionID, w.Owner, w.Tools, w.Now); err != nil {
-			return fmt.Errorf("complete OAuth login: %w", err)
+		if w.Hold {
+			out, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", w.ConnectionID))
+			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
-			VALUES ($1, $2, 'mcp', $3, true, $4, $5, $6, $7, $8, $8)
-			ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = true, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at`,
-			w.Owner.Scope, w.Owner.ID(), w.Server.Slug, w.ConnectionID, org, guild, agent, w.Now); err != nil {
-			return fmt.Errorf("complete OAuth login: enabled binding: %w", err)
-		}
-		out, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", w.ConnectionID))
-		return err
+		return connectListed(ctx, tx, w, &out)
 	})
 	return out, err
+}
+
+// connectHeld connects a login whose tokens are held already (Drive once its folder is picked):
+// status, account hint and settings, then the listing and the binding.
+func connectHeld(ctx context.Context, tx pgx.Tx, w orchestrator.OAuthComplete, out *orchestrator.Connection) error {
+	settings := w.Settings
+	if settings == nil {
+		settings = []byte("{}")
+	}
+	if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, settings = $3, verified_at = $4, listed_at = $4,
+		updated_at = $4, transport = $5, list_error = '', relist_until = NULL WHERE id = $1`,
+		w.ConnectionID, w.AccountHint, settings, w.Now, w.Transport); err != nil {
+		return fmt.Errorf("complete the held OAuth login: %w", err)
+	}
+	return connectListed(ctx, tx, w, out)
+}
+
+// connectListed writes a completed login's listed tools and enabled binding, and reads it back.
+func connectListed(ctx context.Context, tx pgx.Tx, w orchestrator.OAuthComplete, out *orchestrator.Connection) error {
+	org, guild, agent := ownerColumns(w.Owner)
+	if _, err := writeListing(ctx, tx, w.Server, w.ConnectionID, w.Owner, w.Tools, w.Now); err != nil {
+		return fmt.Errorf("complete OAuth login: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
+		VALUES ($1, $2, 'mcp', $3, true, $4, $5, $6, $7, $8, $8)
+		ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = true, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at`,
+		w.Owner.Scope, w.Owner.ID(), w.Server.Slug, w.ConnectionID, org, guild, agent, w.Now); err != nil {
+		return fmt.Errorf("complete OAuth login: enabled binding: %w", err)
+	}
+	c, err := scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", w.ConnectionID))
+	*out = c
+	return err
 }
 
 const grantQuery = `SELECT c.id, c.server_slug, c.status, c.credentials, l.expires_at, l.issued_at, l.resource, l.issuer, l.token_endpoint,
