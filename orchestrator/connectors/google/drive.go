@@ -42,7 +42,7 @@ type Workspace interface {
 
 // Drive implements bindings.DriveAPI over the Drive API (the manifest's api endpoint).
 type Drive struct {
-	Client *http.Client                       // nil is the frame's
+	Client *http.Client                         // nil is the frame's
 	Files  func(run orchestrator.Run) Workspace // the run's workspace; nil: create and download are refused
 }
 
