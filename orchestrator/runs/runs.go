@@ -415,10 +415,10 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	hash := requestHash(req.Name, args)
 	if req.CallID == "" {
-		return s.call(ctx, runID, req, args, hash)
+		return s.call(ctx, runID, req, args, "") // no retry can name it: no digest to keep
 	}
+	hash := requestHash(req.Name, args)
 	key := runID + "\x00" + req.CallID
 	s.mu.Lock()
 	if f := s.flights[key]; f != nil {
@@ -499,8 +499,9 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	callID := orchestrator.NewID(orchestrator.PrefixCall)
 	started := s.now()
+	storedArgs := boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
 	seq, err := s.Runs.StartCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
-		Name: req.Name, Arguments: boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs))), RequestHash: hash, StartedAt: started})
+		Name: req.Name, Arguments: storedArgs, RequestHash: hash, StartedAt: started})
 	switch {
 	case errors.Is(err, orchestrator.ErrDuplicateCall): // recorded meanwhile by another process
 		stored, gerr := s.Runs.GetClientCall(ctx, run.ID, req.CallID)
@@ -518,9 +519,11 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	rc := &registry.Call{RunID: run.ID, AgentID: run.AgentID, GuildID: run.GuildID, OrgID: run.OrgID,
 		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}}
 	raw, filter, errKind := s.invoke(ctx, run, req.Name, rc, red)
+	storedArgs = nil // kept as StartCall stored them, unless the handler added secrets
 	if len(rc.Secrets) > 0 {
 		s.addSecrets(run.ID, rc.Secrets)
 		red = red.With(rc.Secrets...)
+		storedArgs = boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
 	}
 	result := pipeline.Stamp(raw, pipeline.Options{Filter: filter, Redactor: red, Cap: s.Cap, Remaining: run.ToolCallBudget - int(seq)})
 	raw = ""
@@ -530,8 +533,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	finished := s.now()
 	call := orchestrator.ToolCall{
 		RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
-		Arguments: boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs))), // again: the handler may have added secrets
-		Result:    result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
+		Arguments: storedArgs, Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
 		IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
 		DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
 	}
