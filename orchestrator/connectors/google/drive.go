@@ -198,8 +198,17 @@ func (d Drive) Folder(ctx context.Context, srv orchestrator.MCPServer, b binding
 	if f.DriveID != "" && f.ID == f.DriveID {
 		kind = "shared_drive"
 	}
-	// My Drive's root has no parents and lies in no shared drive.
-	return bindings.DriveFolder{ID: f.ID, Name: f.Name, Kind: kind, DriveID: f.DriveID, Selectable: len(f.Parents) > 0 || f.DriveID != ""}, nil
+	out := bindings.DriveFolder{ID: f.ID, Name: f.Name, Kind: kind, DriveID: f.DriveID, Selectable: true}
+	if len(f.Parents) == 0 && f.DriveID == "" { // My Drive's root, or a shared folder whose parents are hidden
+		root, err := a.file(ctx, "root")
+		if err != nil {
+			return bindings.DriveFolder{}, err
+		}
+		if root.ID == f.ID {
+			out.Kind, out.Selectable = "my_drive", false
+		}
+	}
+	return out, nil
 }
 
 // confined is one call's view of the folder: files found inside or outside, by id.

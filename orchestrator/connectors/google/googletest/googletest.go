@@ -1,7 +1,8 @@
 // Package googletest is Google on loopback for tests: the user OAuth endpoints (authorize that
 // redirects with a code, token with the client secret, PKCE, refresh and invalid_grant on a
-// revoked grant) and the Gmail API over a small mailbox in Google's published payload shapes,
-// taking only live access tokens.
+// revoked grant), the Gmail API over a small mailbox and the Drive API over a small tree in
+// Google's published payload shapes, and optionally an MCP server as Drive's, all taking only
+// live access tokens.
 package googletest
 
 import (
@@ -58,12 +59,14 @@ type Server struct {
 	lastAuth url.Values
 	lastTok  url.Values
 	seq      int
+	files    map[string]*DriveFile
+	reads    []string
 }
 
 type pending struct{ redirect, challenge, scope string }
 
-// New starts the fake.
-func New() *Server {
+// New starts the fake; mcp (nil for none) is served at /mcp/v1 behind the same tokens, as the Drive MCP server.
+func New(mcp ...http.Handler) *Server {
 	s := &Server{codes: map[string]pending{}, access: map[string]time.Time{}, refresh: map[string]bool{}, counts: map[string]int{}, drafts: map[string]string{}}
 	if err := json.Unmarshal(messagesJSON, &s.messages); err != nil {
 		panic(err)
@@ -75,6 +78,12 @@ func New() *Server {
 	mux.HandleFunc("GET /o/oauth2/v2/auth", s.authorize)
 	mux.HandleFunc("POST /token", s.token)
 	mux.Handle("/gmail/v1/", s.protect(http.HandlerFunc(s.gmail)))
+	mux.Handle("/drive/v3/", s.protect(http.HandlerFunc(s.drive)))
+	mux.Handle("POST /upload/drive/v3/files", s.protect(http.HandlerFunc(s.upload)))
+	if len(mcp) > 0 && mcp[0] != nil {
+		mux.Handle("/mcp/v1", s.protect(mcp[0]))
+	}
+	s.seedDrive()
 	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.counts[r.URL.Path]++
