@@ -336,7 +336,32 @@ func TestEveryOperationRefusesAsDocumented(t *testing.T) {
 		}
 		e.raw(method, p, body, false)
 		e.raw(method, p, body, true)
+		if body == nil {
+			continue
+		}
+		// A field the server refuses as unknown, the document must refuse too.
+		const extra = `{"zz_unknown_field":1}`
+		st, answer, req := e.rawAnswer(method, p, extra)
+		if st == 422 && strings.Contains(string(answer), `unknown field \"zz_unknown_field\"`) && !bodyRefused(t, req, []byte(extra), "zz_unknown_field") {
+			t.Errorf("%s refuses the unknown field zz_unknown_field, but openapi.json allows it: give its request schema additionalProperties: false", op)
+		}
 	}
+}
+
+// bodyRefused reports whether openapi.json refuses sent as the request's body for a problem that
+// names field.
+func bodyRefused(t testing.TB, req *http.Request, sent []byte, field string) bool {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(sent))
+	_, errs := documentValidator(t).ValidateHttpRequest(r)
+	for _, e := range errs {
+		for _, se := range e.SchemaValidationErrors {
+			if strings.Contains(e.Message, "request body") && strings.Contains(se.Reason, field) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // raw sends one request (with the operator token when withToken) and checks the answer, whatever
@@ -361,6 +386,23 @@ func (e *env) raw(method, path string, body any, withToken bool) int {
 	raw, _ := io.ReadAll(resp.Body)
 	checkLive(e.t, req, sent, resp.StatusCode, resp.Header, raw)
 	return resp.StatusCode
+}
+
+// rawAnswer sends body with the operator token, checks the answer against the document, and
+// returns its status, its body and the request.
+func (e *env) rawAnswer(method, path, body string) (int, []byte, *http.Request) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := e.app.Test(req, -1)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	checkLive(e.t, req, []byte(body), resp.StatusCode, resp.Header, raw)
+	return resp.StatusCode, raw, req
 }
 
 // TestPatchAgentAnswersWhatGetReads: PATCH of an agent answers updated_at as stored (microseconds),
