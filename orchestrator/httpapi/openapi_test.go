@@ -418,3 +418,18 @@ func TestPatchAgentAnswersWhatGetReads(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedUnknownFieldsRefusedByBoth: a column with an unknown field is refused by the server
+// and by openapi.json's Column (additionalProperties: false).
+func TestNestedUnknownFieldsRefusedByBoth(t *testing.T) {
+	e := platformEnv(t, nil, nil)
+	org := e.must(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})["id"].(string)
+	const body = `{"name":"tasks","columns":[{"name":"title","type":"text","zz_unknown_field":true}]}`
+	st, answer, req := e.rawAnswer("POST", "/api/orgs/"+org+"/collections", body)
+	if st != 422 || !strings.Contains(string(answer), "zz_unknown_field") {
+		t.Fatalf("the server took a column's unknown field: %d %s", st, answer)
+	}
+	if !bodyRefused(t, req, []byte(body), "zz_unknown_field") {
+		t.Fatal("openapi.json allows a column's unknown field the server refuses")
+	}
+}
