@@ -55,7 +55,7 @@ func (t *Tools) Offer(ctx context.Context, in runs.OfferInput, offered []orchest
 			continue // a schema the model cannot be given; script_run still runs it
 		}
 		out = append(out, orchestrator.OfferedTool{Name: name, RemoteName: s.Name, InputSchema: schema,
-			Description: s.Description + " (your saved script " + s.Name + "; its arguments reach the script's standard input as JSON)"})
+			Description: s.Description + " (your saved script " + s.Name + "; its arguments reach the script's standard input as JSON, your secrets its environment)"})
 	}
 	return out, nil
 }
