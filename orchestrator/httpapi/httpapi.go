@@ -148,6 +148,7 @@ func New(s *Server) *fiber.App {
 	api.Get("/runs/:id/calls", s.listCalls)
 	s.catalogRoutes(api)
 	s.githubRoutes(api)
+	s.driveRoutes(api)
 	s.artifactRoutes(api)
 	s.platformRoutes(api)
 	return app
