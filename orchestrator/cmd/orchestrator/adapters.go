@@ -180,6 +180,28 @@ func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("open the agent's sandbox: %w", err)
 	}
+	name, err = w.resolve(ctx, box, name)
+	if err != nil {
+		return nil, err
+	}
+	// The size as the sandbox sees it (links followed there) before anything is read.
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"stat", "-L", "-c", "%s", "--", name}, Timeout: 10 * time.Second})
+	if err == nil && res.ExitCode == 0 {
+		if n, perr := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64); perr == nil && n > maxWorkspaceRead {
+			return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, n, maxWorkspaceRead>>20)
+		}
+	}
+	b, err := box.ReadFile(ctx, name)
+	if err == nil && len(b) > maxWorkspaceRead {
+		clear(b)
+		return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, len(b), maxWorkspaceRead>>20)
+	}
+	return b, err
+}
+
+// resolve places a workspace path in the sandbox: ~ and /home/agent are its home, a relative path
+// starts at the run's working directory, and nothing outside the home is allowed.
+func (w workspaceFiles) resolve(ctx context.Context, box sandbox.Sandbox, name string) (string, error) {
 	home := box.Places().Home
 	if name == "~" || strings.HasPrefix(name, "~/") {
 		name = home + name[1:]
@@ -197,21 +219,9 @@ func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, erro
 	}
 	name = path.Clean(name)
 	if !within(home, name) {
-		return nil, errors.New("the path is outside " + home)
+		return "", errors.New("the path is outside " + agentHome)
 	}
-	// The size as the sandbox sees it (links followed there) before anything is read.
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"stat", "-L", "-c", "%s", "--", name}, Timeout: 10 * time.Second})
-	if err == nil && res.ExitCode == 0 {
-		if n, perr := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64); perr == nil && n > maxWorkspaceRead {
-			return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, n, maxWorkspaceRead>>20)
-		}
-	}
-	b, err := box.ReadFile(ctx, name)
-	if err == nil && len(b) > maxWorkspaceRead {
-		clear(b)
-		return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, len(b), maxWorkspaceRead>>20)
-	}
-	return b, err
+	return name, nil
 }
 
 // maxWorkspaceRead is the largest workspace file an adapter reads (Qonto's own limit is lower).

@@ -33,7 +33,7 @@ func catalogService(ctx context.Context, cfg config.Config, store *postgres.Stor
 	} else {
 		log.Warn(sealed.KeyVar + " is not set: connections cannot store credentials, so Connect answers an error; set it (openssl rand -base64 32)")
 	}
-	remote := &bindings.Remote{Store: store, Box: box, Client: client, Local: local, TTL: listTTL, Log: log, OAuth: oauthLogins(store, box, log)}
+	remote := &bindings.Remote{Store: store, Box: box, Client: client, Local: local, TTL: listTTL, Log: log, OAuth: oauthLogins(store, box, log), Drive: driveAPI(local)}
 	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: cfg.Getenv}, Remote: remote, Log: log}
 	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Getenv: cfg.Getenv, Log: log}
 	if err := svc.Seed(ctx); err != nil {
