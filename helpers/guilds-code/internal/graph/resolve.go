@@ -200,7 +200,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 			if t.name == "error" && r.Name == "Error" {
 				impls := filter(cands, func(id SymID) bool {
 					s := g.Sym(id)
-					return s.Kind == KindMethod && strings.Contains(s.Sig, "Error() string")
+					return s.Kind == KindMethod && strings.Contains(s.Sig, "Error() string") && g.goSees(f, id)
 				})
 				if len(impls) > 0 {
 					return impls, ViaInterface
@@ -212,7 +212,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 			return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
 		}); len(out) > 0 {
 			if g.InInterface(out[0]) {
-				return append(out, g.goImplementations(out[0], cands)...), ViaInterface
+				return append(out, g.goImplementations(f, out[0], cands)...), ViaInterface
 			}
 			return out, Typed
 		}
@@ -224,21 +224,40 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 	return ids, Typed
 }
 
-// goImplementations lists the methods among cands of the types in the repository that have every
-// method the interface declaring im declares (by name: the syntax does not give full method sets).
-func (g *Graph) goImplementations(im SymID, cands []SymID) []SymID {
-	f := g.Files[im.F]
-	iface := f.Syms()[g.Sym(im).Parent]
+// goSees reports whether a call in file f may reach method id through an interface: id's package is
+// f's or one f imports (a type f's package cannot name reaches it only through others' calls).
+func (g *Graph) goSees(f *File, id SymID) bool {
+	dir := path.Dir(g.Files[id.F].Path)
+	if dir == path.Dir(f.Path) {
+		return true
+	}
+	g.goImport(f, "") // fills the file's import map
+	for _, dirs := range g.index().goAliases[f] {
+		for _, d := range dirs {
+			if d == dir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// goImplementations lists the methods among cands, of types that call site file f's package can
+// see (goSees), that have every method the interface declaring im declares (by name: the syntax
+// does not give full method sets).
+func (g *Graph) goImplementations(f *File, im SymID, cands []SymID) []SymID {
+	decl := g.Files[im.F]
+	iface := decl.Syms()[g.Sym(im).Parent]
 	var names []string
-	for i := range f.Syms() {
-		if s := &f.Syms()[i]; s.Parent == g.Sym(im).Parent && s.Kind == KindMethod {
+	for i := range decl.Syms() {
+		if s := &decl.Syms()[i]; s.Parent == g.Sym(im).Parent && s.Kind == KindMethod {
 			names = append(names, s.Name)
 		}
 	}
 	var out []SymID
 	for _, id := range cands {
 		c := g.Sym(id)
-		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) {
+		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) || !g.goSees(f, id) {
 			continue
 		}
 		dir := path.Dir(g.Files[id.F].Path)

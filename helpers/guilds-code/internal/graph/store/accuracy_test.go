@@ -236,9 +236,6 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 	for i, r := range results {
 		if r.err != nil {
 			skipped++
-			if skipped <= 3 {
-				b.Logf("skipped: %v", r.err)
-			}
 			continue
 		}
 		name := g.Sym(targets[i]).Qualified()
@@ -251,9 +248,10 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 		b.Fatalf("only %d of %d functions measured (%d skipped)", all.functions, len(targets), skipped)
 	}
 	sort.Strings(misses)
-	for _, m := range misses[:min(len(misses), 12)] {
-		b.Logf("%s", m)
+	if skipped > 0 {
+		b.Logf("%d of %d functions not measured (gopls could not place them)", skipped, len(targets))
 	}
+	// The benchmark's log is cut short: the sites that disagree go to the oracle's folder when one is set.
 	if dir := os.Getenv("GUILDS_ORACLE_CACHE"); dir != "" {
 		_ = os.WriteFile(filepath.Join(dir, "misses-"+strings.NewReplacer("/", "_", "@", "_").Replace(mod)+".txt"), []byte(strings.Join(misses, "\n")+"\n"), 0o644)
 	}
@@ -317,6 +315,9 @@ func nameColumn(path string, line int, name string) int {
 		return 0
 	}
 	text := lines[line-1]
+	if strings.HasPrefix(strings.TrimLeft(text, "\t"), name+"(") { // a method an interface declares
+		return len(text) - len(strings.TrimLeft(text, "\t")) + 1
+	}
 	for _, suffix := range []string{"(", "["} {
 		if i := strings.Index(text, " "+name+suffix); i >= 0 {
 			return i + 2
