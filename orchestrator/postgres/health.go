@@ -3,12 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -82,20 +79,26 @@ func (m *Monitor) unavailable(since time.Time) error {
 		m.where(), time.Since(since).Round(time.Second), RetryAfter)
 }
 
-// connectionLost reports whether err is a connection that could not be made or was lost, or a
-// server shutting down, starting or crashed (SQLSTATE classes 08 and 57P), rather than a fault of
-// the statement.
+// connectionLost reports whether err is PostgreSQL's connection that could not be made or was lost
+// (pgx's connect, read and write failures, a closed pool), or a server shutting down, starting or
+// crashed (SQLSTATE classes 08 and 57P), rather than a fault of the statement. Network errors of
+// anything else (an MCP server, a provider's API) are not the database's and do not count.
 func connectionLost(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
 	}
 	var connErr *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, puddle.ErrClosedPool) ||
-		strings.Contains(err.Error(), "conn closed")
+	if errors.As(err, &connErr) || errors.Is(err, puddle.ErrClosedPool) || pgconn.SafeToRetry(err) {
+		return true // SafeToRetry: only pgx's own errors say so, of a statement the server never got
+	}
+	msg := err.Error()
+	for _, pgx := range []string{"failed to receive message", "write failed", "failed to write", "conn closed", "failed to connect to `", "failed to deallocate", "closed pool"} {
+		if strings.Contains(msg, pgx) {
+			return true
+		}
+	}
+	return false
 }
 
 // where names the database in messages.

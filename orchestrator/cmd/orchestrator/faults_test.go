@@ -297,6 +297,12 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	} {
 		if n := strings.Count(log, line); n != want {
 			t.Errorf("log has %s %d times, want %d", line, n, want)
+			for _, l := range strings.Split(log, "\n") {
+				if strings.Contains(l, "request failed") {
+					t.Log(l)
+					break
+				}
+			}
 		}
 	}
 	if n := strings.Count(log, `"msg":"database reachable again`); n != 1 {
