@@ -7,15 +7,15 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
-	"github.com/guildsai/guilds/orchestrator/connectors/google"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
 )
 
 // driveAPI is Google Drive's folder confinement, with a run's workspace through the sandboxes the
 // local adapters use.
 func driveAPI(local bindings.LocalAdapters) bindings.DriveAPI {
-	d := google.Drive{}
+	d := drive.Drive{}
 	if la, ok := local.(localAdapters); ok && la.Sandboxes != nil {
-		d.Files = func(run orchestrator.Run) google.Workspace {
+		d.Files = func(run orchestrator.Run) drive.Workspace {
 			return driveWorkspace{workspaceFiles{boxes: la.Sandboxes, agentID: run.AgentID, runID: run.ID}}
 		}
 	}

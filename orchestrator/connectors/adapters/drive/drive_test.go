@@ -1,4 +1,4 @@
-package google_test
+package drive_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
-	"github.com/guildsai/guilds/orchestrator/connectors/google"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
 	"github.com/guildsai/guilds/orchestrator/connectors/google/googletest"
 )
 
@@ -69,7 +69,7 @@ func (w *workspace) WriteFile(_ context.Context, p string, b []byte) (string, er
 
 type fixture struct {
 	g     *googletest.Server
-	d     google.Drive
+	d     drive.Drive
 	ws    *workspace
 	srv   orchestrator.MCPServer
 	token bindings.Bearer
@@ -79,7 +79,7 @@ func newFixture(t *testing.T) *fixture {
 	g := googletest.New()
 	t.Cleanup(g.Close)
 	ws := &workspace{files: map[string][]byte{"/home/agent/out/summary.csv": []byte("a,b\n1,2\n")}}
-	return &fixture{g: g, ws: ws, d: google.Drive{Files: func(orchestrator.Run) google.Workspace { return ws }},
+	return &fixture{g: g, ws: ws, d: drive.Drive{Files: func(orchestrator.Run) drive.Workspace { return ws }},
 		srv: orchestrator.MCPServer{Slug: "drive", Name: "Google Drive", Endpoints: orchestrator.Endpoints{"api": g.URL + "/drive/v3"}}, token: token(g.Grant())}
 }
 
@@ -243,7 +243,7 @@ func TestTranslate(t *testing.T) {
 		"parentId != 'r\\'s'":                  "not 'r\\'s' in parents",
 		"fullText contains 'subtitle details'": "fullText contains 'subtitle details'",
 	} {
-		if got := google.Translate(in); got != want {
+		if got := drive.Translate(in); got != want {
 			t.Errorf("Translate(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,7 +1,7 @@
-// Package google is Google Drive's folder confinement: the folder picker and every Drive tool call
+// Package drive is Google Drive's folder confinement: the folder picker and every Drive tool call
 // on the Drive API (shared-drive flags on), keeping only files under the login's folder, checked
 // through each file's parents chain (cached per call).
-package google
+package drive
 
 import (
 	"bytes"
