@@ -217,7 +217,15 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 			return out, Typed
 		}
 	}
-	ids, byName := byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
+	methods := filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod })
+	// A value of a type the file's package declares is likelier than one it imports, which is likelier
+	// than one it cannot name: the methods of its own package first, then of imported ones.
+	if own := filter(methods, func(id SymID) bool { o := g.Files[id.F]; return path.Dir(o.Path) == dir && o.Pkg == f.Pkg }); len(own) > 0 {
+		methods = own
+	} else if seen := filter(methods, func(id SymID) bool { return g.goSees(f, id) }); len(seen) > 0 {
+		methods = seen
+	}
+	ids, byName := byNameOnly(methods)
 	if byName {
 		return ids, ByName
 	}
