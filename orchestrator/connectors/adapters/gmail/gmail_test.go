@@ -210,3 +210,20 @@ func TestBody(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGetMessage: get_message (decoded and rendered) through the login's bearer against a
+// plain GET of the same message from the fake, in the same run.
+func BenchmarkGetMessage(b *testing.B) {
+	g := googletest.New()
+	b.Cleanup(g.Close)
+	tok := g.Grant()
+	l := adapters.Login{Endpoints: map[string]string{"api": g.URL + "/gmail/v1"}, Bearer: &bearer{g: g, cur: tok}}
+	raw := g.URL + "/gmail/v1/users/me/messages/18c2a1f0e0b1a001?format=full"
+	adapterstest.Compare(b, "get_message", raw, http.Header{"Authorization": {"Bearer " + tok}}, func() error {
+		out, err := gmail.Adapter{}.Call(context.Background(), l, "get_message", map[string]any{"message_id": "18c2a1f0e0b1a001"})
+		if err == nil && !strings.Contains(out, "invoice-Q3.pdf") {
+			err = errors.New("the message lost its attachment line")
+		}
+		return err
+	})
+}
