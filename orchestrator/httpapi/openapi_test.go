@@ -246,6 +246,8 @@ var notYetLive = map[string]string{
 	"POST /api/mcp/pinned-prices/search":                 "needs a CoinGecko fake",
 	"PUT /api/mcp/connections/{id}/pinned-prices":        "needs a CoinGecko fake",
 	"GET /metrics": "the httpapi test servers serve no metrics",
+	"GET /api/mcp/connections/{id}/drive/folders": "needs a connected Drive login over the Google fake (connectors/google/googletest) in an httpapi env",
+	"PUT /api/mcp/connections/{id}/drive/folder":  "needs a connected Drive login over the Google fake",
 }
 
 // unexercised lists the operations that documents a success or a refusal no live answer checked,
