@@ -19,7 +19,7 @@ import (
 
 // Store implements orchestrator.ScopeStore and orchestrator.RunStore over a pgx pool.
 type Store struct {
-	pool *pgxpool.Pool
+	pool db
 }
 
 var (
@@ -28,7 +28,7 @@ var (
 )
 
 // NewStore returns a Store over pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: db{pool}} }
 
 // Open connects a pool to dsn and checks the server answers.
 func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {

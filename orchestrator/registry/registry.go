@@ -38,6 +38,9 @@ type Tool struct {
 	// SecretArgs names top-level arguments whose values are secrets (secret_store's value): the
 	// call's record, written before the handler runs, masks them.
 	SecretArgs []string
+	// Transactional says the tool writes only to the orchestrator's database: its writes and the
+	// call's completion then share one transaction (and a failed call's writes are rolled back).
+	Transactional bool
 }
 
 // ErrUnknownTool is wrapped by Invoke when no tool has the requested name.
@@ -115,6 +118,18 @@ func (r *Registry) MarkSecretArgs(name string, args ...string) error {
 		return fmt.Errorf("mark secret arguments of %s: %w", name, ErrUnknownTool)
 	}
 	e.tool.SecretArgs = append(append([]string(nil), e.tool.SecretArgs...), args...)
+	return nil
+}
+
+// MarkTransactional sets a registered tool's Transactional.
+func (r *Registry) MarkTransactional(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.tools[name]
+	if !ok {
+		return fmt.Errorf("mark %s transactional: %w", name, ErrUnknownTool)
+	}
+	e.tool.Transactional = true
 	return nil
 }
 

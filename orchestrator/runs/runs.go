@@ -494,8 +494,9 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		return CallResult{}, err // before the handler runs: never stamp without the redaction set
 	}
 	var secretArgs []string
+	transactional := false
 	if t, ok := s.Registry.Get(req.Name); ok {
-		secretArgs = t.SecretArgs
+		secretArgs, transactional = t.SecretArgs, t.Transactional
 	}
 	callID := orchestrator.NewID(orchestrator.PrefixCall)
 	started := s.now()
@@ -518,28 +519,59 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	rc := &registry.Call{RunID: run.ID, AgentID: run.AgentID, GuildID: run.GuildID, OrgID: run.OrgID,
 		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}}
-	raw, filter, errKind := s.invoke(ctx, run, req.Name, rc, red)
-	storedArgs = nil // kept as StartCall stored them, unless the handler added secrets
-	if len(rc.Secrets) > 0 {
-		s.addSecrets(run.ID, rc.Secrets)
-		red = red.With(rc.Secrets...)
-		storedArgs = boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
+	var errKind string
+	// finish runs the tool and makes its completed record.
+	finish := func(ctx context.Context) orchestrator.ToolCall {
+		raw, filter, kind := s.invoke(ctx, run, req.Name, rc, red)
+		errKind = kind
+		storedArgs = nil // kept as StartCall stored them, unless the handler added secrets
+		if len(rc.Secrets) > 0 {
+			s.addSecrets(run.ID, rc.Secrets)
+			red = red.With(rc.Secrets...)
+			storedArgs = boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
+		}
+		result := pipeline.Stamp(raw, pipeline.Options{Filter: filter, Redactor: red, Cap: s.Cap, Remaining: run.ToolCallBudget - int(seq)})
+		if errKind != "" {
+			rc.Meta["error"] = errKind
+		}
+		finished := s.now()
+		return orchestrator.ToolCall{
+			RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
+			Arguments: storedArgs, Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
+			IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
+			DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
+		}
 	}
-	result := pipeline.Stamp(raw, pipeline.Options{Filter: filter, Redactor: red, Cap: s.Cap, Remaining: run.ToolCallBudget - int(seq)})
-	raw = ""
-	if errKind != "" {
-		rc.Meta["error"] = errKind
+	var call orchestrator.ToolCall
+	txs, canTx := s.Runs.(CallTxStore)
+	_, isMCP := offeredMCP(run, req.Name)
+	_, isDynamic := s.offeredDynamic(run, req.Name)
+	if transactional && canTx && run.Offers(req.Name) && !isMCP && !isDynamic {
+		err := txs.CompleteWith(ctx, func(tctx context.Context) (orchestrator.ToolCall, bool) {
+			call = finish(tctx)
+			return call, errKind == ""
+		})
+		if err != nil {
+			// Neither the tool's writes nor its completion were stored: the call is recorded as
+			// failed, so a retry under its call_id answers that, and nothing half-written stays.
+			s.log().Error("a call's writes could not be stored; recorded as failed", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", req.Name, "err", err.Error())
+			finished := s.now()
+			errKind = "store"
+			call = orchestrator.ToolCall{RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
+				Result:   pipeline.Stamp("ERROR: "+req.Name+" could not store what it wrote (a database fault), so nothing of it was kept; call it again", pipeline.Options{Redactor: red, Cap: s.Cap, Remaining: run.ToolCallBudget - int(seq)}),
+				Metadata: json.RawMessage(`{"error":"store"}`), IsError: true, StartedAt: started, FinishedAt: &finished,
+				DurationMS: float64(finished.Sub(started).Microseconds()) / 1000}
+			if err := s.complete(ctx, call); err != nil {
+				return CallResult{}, err
+			}
+		}
+	} else {
+		call = finish(ctx)
+		if err := s.complete(ctx, call); err != nil {
+			return CallResult{}, err
+		}
 	}
-	finished := s.now()
-	call := orchestrator.ToolCall{
-		RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
-		Arguments: storedArgs, Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
-		IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
-		DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
-	}
-	if err := s.complete(ctx, call); err != nil {
-		return CallResult{}, err
-	}
+	result, finished := call.Result, *call.FinishedAt
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
 		"ms", call.DurationMS, "error", errKind, "result_bytes", len(result))
 	outcome := errKind
@@ -555,6 +587,13 @@ func (s *Service) observe(tool, outcome string, d time.Duration) {
 	if s.Observe != nil {
 		s.Observe(tool, outcome, d)
 	}
+}
+
+// CallTxStore is a RunStore that runs a native tool's writes and its call's completion in one
+// transaction (postgres.Store does): work gets the ctx the tool's store calls must carry, and says
+// whether its writes stay (false: the tool failed, they are rolled back; the completion stays).
+type CallTxStore interface {
+	CompleteWith(ctx context.Context, work func(ctx context.Context) (orchestrator.ToolCall, bool)) error
 }
 
 // completeWait bounds how long a finished call's result waits for the database to take it (an

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
@@ -276,6 +277,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	gate := &githubGate{Policy: policy, app: gh} // the bindings' offer and state, with GitHub's generation start
+	if err := markTransactional(reg); err != nil {
+		return err
+	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   gate,
@@ -342,6 +346,22 @@ func (h health) DatabaseErr(ctx context.Context, cause error) error { return h.d
 func (h health) SandboxErr() error {
 	if u, ok := h.box.(sandbox.Unavailable); ok {
 		return u.Err
+	}
+	return nil
+}
+
+// markTransactional marks the tools that write only to the orchestrator's database (notes, records,
+// memory, schedules, secrets, group chat, report_issue): their writes and their call's completion
+// share one transaction, and a failed call's writes are rolled back.
+func markTransactional(reg *registry.Registry) error {
+	dbOnly := map[string]bool{orchestrator.FamilyNotes: true, orchestrator.FamilyRecords: true, orchestrator.FamilyMemory: true,
+		orchestrator.FamilySchedules: true, orchestrator.FamilySecrets: true, orchestrator.FamilyGroup: true}
+	for _, t := range reg.List() {
+		if dbOnly[t.Family] || t.Name == "report_issue" {
+			if err := reg.MarkTransactional(t.Name); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
