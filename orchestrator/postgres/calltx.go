@@ -67,27 +67,21 @@ func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 
 // CompleteWith runs work with a ctx whose store statements share one transaction, then stores the
 // call work returns as completed in that transaction and commits: a native tool's writes and its
-// call's completion land together or not at all. work's writes sit in a savepoint, rolled back
-// when work says they must not stay (the tool failed), the completion still committing. An error
-// means nothing of it was stored.
+// call's completion land together or not at all. When work says its writes must not stay (the tool
+// failed), the transaction is rolled back and the completion stored alone. An error means nothing
+// of it was stored.
 func (s *Store) CompleteWith(ctx context.Context, work func(ctx context.Context) (orchestrator.ToolCall, bool)) error {
 	tx, err := s.pool.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin a call's transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin a call's savepoint: %w", err)
-	}
 	call, keep := work(context.WithValue(ctx, callTxKey{}, tx))
-	if keep {
-		err = sp.Commit(ctx)
-	} else {
-		err = sp.Rollback(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("end a call's savepoint: %w", err)
+	if !keep {
+		if err := tx.Rollback(ctx); err != nil {
+			return fmt.Errorf("roll back a failed call's writes: %w", err)
+		}
+		return s.CompleteCall(ctx, call)
 	}
 	if err := s.CompleteCall(context.WithValue(ctx, callTxKey{}, tx), call); err != nil {
 		return err
