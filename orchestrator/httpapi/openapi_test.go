@@ -234,20 +234,17 @@ func operationOf(method, path string) string {
 // notYetLive are the operations whose success no test of this package checks against the
 // document yet, and why; the lead's list of gaps, kept exact by unexercised.
 var notYetLive = map[string]string{
-	"GET /api/guilds/{id}/repositories":                  "needs the GitHub App fake (connectors/github/githubtest) wired into an httpapi env",
-	"POST /api/guilds/{id}/repositories":                 "needs the GitHub App fake",
-	"DELETE /api/guilds/{id}/repositories":               "needs the GitHub App fake",
-	"GET /api/mcp/connections/{id}/github/repositories":  "needs the GitHub App fake",
-	"PUT /api/mcp/connections/{id}/github/selected":      "needs the GitHub App fake",
-	"GET /api/mcp/oauth/github-installation":             "needs the GitHub App fake",
-	"POST /api/mcp/oauth/github-installation":            "needs the GitHub App fake",
-	"GET /api/mcp/oauth/callback":                        "its success is an HTML page after a real authorization-server exchange (oauth_env_test.go drives it outside env.do)",
-	"GET /api/mcp/connections/{id}/pinned-prices/search": "needs a CoinGecko fake behind a Pinned prices login in an httpapi env",
-	"POST /api/mcp/pinned-prices/search":                 "needs a CoinGecko fake",
-	"PUT /api/mcp/connections/{id}/pinned-prices":        "needs a CoinGecko fake",
-	"GET /metrics": "the httpapi test servers serve no metrics",
-	"GET /api/mcp/connections/{id}/drive/folders": "needs a connected Drive login over the Google fake (connectors/google/googletest) in an httpapi env",
-	"PUT /api/mcp/connections/{id}/drive/folder":  "needs a connected Drive login over the Google fake",
+	"GET /api/guilds/{id}/repositories":                 "needs the GitHub App fake (connectors/github/githubtest) wired into an httpapi env",
+	"POST /api/guilds/{id}/repositories":                "needs the GitHub App fake",
+	"DELETE /api/guilds/{id}/repositories":              "needs the GitHub App fake",
+	"GET /api/mcp/connections/{id}/github/repositories": "needs the GitHub App fake",
+	"PUT /api/mcp/connections/{id}/github/selected":     "needs the GitHub App fake",
+	"GET /api/mcp/oauth/github-installation":            "needs the GitHub App fake",
+	"POST /api/mcp/oauth/github-installation":           "needs the GitHub App fake",
+	"GET /api/mcp/oauth/callback":                       "its success is an HTML page after a real authorization-server exchange (oauth_env_test.go drives it outside env.do)",
+	"GET /metrics":                                      "the httpapi test servers serve no metrics",
+	"GET /api/mcp/connections/{id}/drive/folders":       "needs a connected Drive login over the Google fake (connectors/google/googletest) in an httpapi env",
+	"PUT /api/mcp/connections/{id}/drive/folder":        "needs a connected Drive login over the Google fake",
 }
 
 // unexercised lists the operations that documents a success or a refusal no live answer checked,
