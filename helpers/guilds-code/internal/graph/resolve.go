@@ -871,7 +871,20 @@ func (g *Graph) resolveGeneric(fi int32, f *File, r *Ref, cands []SymID) ([]SymI
 	if strings.Contains(recv, "::") {
 		return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind.Callable() }))
 	}
-	return byNameOnly(filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }))
+	return byNameOnly(g.nearest(fi, filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod })))
+}
+
+// nearest narrows methods matched by name to those of the calling file fi, else of its folder, else
+// leaves them all: a receiver's class is likelier declared near the call.
+func (g *Graph) nearest(fi int32, ids []SymID) []SymID {
+	if own := filter(ids, func(id SymID) bool { return id.F == fi }); len(own) > 0 {
+		return own
+	}
+	dir := path.Dir(g.Files[fi].Path)
+	if near := filter(ids, func(id SymID) bool { return path.Dir(g.Files[id.F].Path) == dir }); len(near) > 0 {
+		return near
+	}
+	return ids
 }
 
 func isIdent(s string) bool {
