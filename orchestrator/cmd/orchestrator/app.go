@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
@@ -350,17 +349,22 @@ func (h health) SandboxErr() error {
 	return nil
 }
 
-// markTransactional marks the tools that write only to the orchestrator's database (notes, records,
-// memory, schedules, secrets, group chat, report_issue): their writes and their call's completion
-// share one transaction, and a failed call's writes are rolled back.
+// transactionalTools are the native tools that write only to the orchestrator's database. Their
+// reads are not listed: a read needs no transaction, and record queries take a connection of their
+// own, which a call holding one for its transaction must not wait for.
+var transactionalTools = []string{"note_write", "note_delete", "record_add", "record_update", "record_remove",
+	"memory_write", "schedule_create_cron", "schedule_create_window", "schedule_delete", "schedule_pause",
+	"schedule_resume", "secret_store", "secret_request", "group_post", "report_issue"}
+
+// markTransactional marks those of transactionalTools that are registered: their writes and their
+// call's completion share one transaction, and a failed call's writes are rolled back.
 func markTransactional(reg *registry.Registry) error {
-	dbOnly := map[string]bool{orchestrator.FamilyNotes: true, orchestrator.FamilyRecords: true, orchestrator.FamilyMemory: true,
-		orchestrator.FamilySchedules: true, orchestrator.FamilySecrets: true, orchestrator.FamilyGroup: true}
-	for _, t := range reg.List() {
-		if dbOnly[t.Family] || t.Name == "report_issue" {
-			if err := reg.MarkTransactional(t.Name); err != nil {
-				return err
-			}
+	for _, name := range transactionalTools {
+		if _, ok := reg.Get(name); !ok {
+			continue
+		}
+		if err := reg.MarkTransactional(name); err != nil {
+			return err
 		}
 	}
 	return nil

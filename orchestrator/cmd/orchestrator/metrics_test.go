@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -66,5 +67,28 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("metrics lack %q:\n%.2000s", want, text)
 			}
 		}
+	}
+}
+
+// TestTransactionalNoteWrite: note_write, marked transactional by serve, writes its note and its
+// call's completion in one transaction through the real wiring; note_get then reads it.
+func TestTransactionalNoteWrite(t *testing.T) {
+	_, dsn := pgtest.NewDBWithDSN(t)
+	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken, "GUILDS_SANDBOX": "local"}, nil)
+	defer s.stop(t)
+	base := "http://" + s.addr
+	runID := setupRun(t, base, 10)
+	st, out := request(t, "POST", base+"/api/runs/"+runID+"/calls", map[string]any{"name": "note_write", "call_id": "toolu_note",
+		"arguments": map[string]any{"level": "agent", "key": "plan.md", "content": "step one"}})
+	if st != 200 || strings.HasPrefix(fmt.Sprint(out["result"]), "ERROR") {
+		t.Fatalf("note_write: %d %v", st, out)
+	}
+	st, out = request(t, "POST", base+"/api/runs/"+runID+"/calls", map[string]any{"name": "note_get", "arguments": map[string]any{"path": "agent/plan.md"}})
+	if st != 200 || !strings.Contains(fmt.Sprint(out["result"]), "step one") {
+		t.Fatalf("note_get: %d %v", st, out)
+	}
+	calls := checkCounter(t, base, runID)
+	if len(calls) != 2 || calls[0]["status"] != "completed" || calls[0]["client_call_id"] != "toolu_note" {
+		t.Fatalf("stored calls: %v", calls)
 	}
 }
