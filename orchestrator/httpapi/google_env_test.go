@@ -1,10 +1,18 @@
 package httpapi_test
 
 import (
+	"context"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
+	"github.com/guildsai/guilds/orchestrator/connectors/google/googletest"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // TestGoogleConnectSetup: without the box's Google client, Connect of Gmail and Drive is a 422
@@ -64,4 +72,56 @@ func anyStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// listingMCP is an MCP server that lists Drive's tool names and answers nothing else.
+func listingMCP() http.Handler {
+	s := server.NewMCPServer("drivemcp", "1", server.WithToolCapabilities(true), server.WithLogger(slog.New(slog.DiscardHandler)))
+	for _, name := range []string{"search_files", "list_recent_files", "read_file_content", "download_file_content", "get_file_metadata", "get_file_permissions", "copy_file", "create_file"} {
+		s.AddTool(mcpgo.NewTool(name, mcpgo.WithDescription(name+"."), mcpgo.WithString("fileId")), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultError("listing only"), nil
+		})
+	}
+	return server.NewStreamableHTTPServer(s, server.WithStateful(true), server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
+}
+
+// TestDriveFolderPick: a Drive login held pending after its Google login, its folder picker, a
+// refused pick, the pick that connects it, and the operator's test call confined to the folder.
+func TestDriveFolderPick(t *testing.T) {
+	g := googletest.New(listingMCP())
+	t.Cleanup(g.Close)
+	e := newOAuthEnv(t, nil, newClock(), newBox(t))
+	e.remote.Drive = drive.Drive{}
+	e.svc.Getenv = func(k string) string {
+		return map[string]string{"GMAIL_OAUTH_CLIENT_ID": googletest.ClientID, "GMAIL_OAUTH_CLIENT_SECRET": googletest.ClientSecret}[k]
+	}
+	orgID, _, _ := e.scopes()
+	e.must(200, "PATCH", "/api/admin/mcp/servers/drive", map[string]any{"url": g.URL + "/mcp/v1", "endpoints": g.DriveEndpoints()})
+	start := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID})
+	id := start["connection"].(map[string]any)["id"].(string)
+	if st, _ := e.do("GET", "/api/mcp/connections/"+id+"/drive/folders", nil); st != 409 {
+		t.Fatalf("the picker before the Google login: %d", st)
+	}
+	if st, body := e.page(browse(t, start["authorization_url"].(string))); st != 200 || !strings.Contains(body, "Signed in") {
+		t.Fatalf("callback %d %s", st, body)
+	}
+	roots := e.must(200, "GET", "/api/mcp/connections/"+id+"/drive/folders", nil)["folders"].([]any)
+	if len(roots) != 3 || roots[0].(map[string]any)["selectable"] != false || roots[2].(map[string]any)["kind"] != "shared_drive" {
+		t.Fatalf("roots %v", roots)
+	}
+	if f := e.must(200, "GET", "/api/mcp/connections/"+id+"/drive/folders?parent="+googletest.TeamDrive, nil)["folders"].([]any); len(f) != 1 {
+		t.Fatalf("the shared drive's folders %v", f)
+	}
+	if st, out := e.do("PUT", "/api/mcp/connections/"+id+"/drive/folder", map[string]any{"id": "root"}); st != 422 || !strings.Contains(errMessage(out), "not My Drive") {
+		t.Fatalf("picking My Drive: %d %v", st, out)
+	}
+	conn := e.must(200, "PUT", "/api/mcp/connections/"+id+"/drive/folder", map[string]any{"id": googletest.SharedPlans})
+	if conn["status"] != "connected" || conn["account_hint"] != "Shared Plans" {
+		t.Fatalf("after the pick %v", conn)
+	}
+	in := e.must(200, "POST", "/api/mcp/connections/"+id+"/call", map[string]any{"name": "drive_read_file_content", "arguments": map[string]any{"fileId": googletest.Notes}})
+	out := e.must(200, "POST", "/api/mcp/connections/"+id+"/call", map[string]any{"name": "drive_get_file_metadata", "arguments": map[string]any{"fileId": googletest.Report}})
+	if in["result"] != "# Notes\n" || !strings.Contains(out["result"].(string), "outside this connection's folder") {
+		t.Fatalf("test calls inside %v and outside %v", in, out)
+	}
 }
