@@ -197,10 +197,10 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 	}
 	if ok {
 		if t.dir == "" {
-			if t.name == "error" && r.Name == "Error" {
+			if t.name == "error" && t.ext == "" && r.Name == "Error" || goStdInterfaces[t.ext] {
 				impls := filter(cands, func(id SymID) bool {
 					s := g.Sym(id)
-					return s.Kind == KindMethod && strings.Contains(s.Sig, "Error() string") && g.goSees(f, id)
+					return s.Kind == KindMethod && s.Container != "" && g.goSees(f, id) && (r.Name != "Error" || strings.Contains(s.Sig, "Error() string"))
 				})
 				if len(impls) > 0 {
 					return impls, ViaInterface
@@ -293,7 +293,19 @@ func (g *Graph) goImplementations(f *File, im SymID, cands []SymID) []SymID {
 
 // goType is a Go type named in the syntax: the folder of the package that declares it ("" for a
 // type from outside the repository or a predeclared one) and its name.
-type goType struct{ dir, name string }
+type goType struct {
+	dir, name string
+	ext       string // for a type from outside the repository, its import path and name ("fmt.Stringer")
+}
+
+// goStdInterfaces are interfaces of Go's standard library whose methods the repository's types
+// commonly implement: a call on one reaches those methods.
+var goStdInterfaces = map[string]bool{"fmt.Stringer": true, "fmt.Formatter": true, "fmt.GoStringer": true, "io.Reader": true,
+	"io.Writer": true, "io.Closer": true, "io.ReadCloser": true, "io.WriteCloser": true, "io.ReadWriter": true,
+	"io.ReadWriteCloser": true, "io.ReaderAt": true, "io.WriterTo": true, "io.ReaderFrom": true, "sort.Interface": true,
+	"flag.Value": true, "encoding.TextMarshaler": true, "encoding.TextUnmarshaler": true, "encoding/json.Marshaler": true,
+	"encoding/json.Unmarshaler": true, "io/fs.File": true, "io/fs.FileInfo": true, "io/fs.DirEntry": true, "os.FileInfo": true,
+	"net/http.Handler": true, "hash.Hash": true}
 
 // goExprType is the type of a receiver expression as the syntax gives it: a typed local, a field
 // of one, a call's declared result, a conversion. ok is false when the syntax does not say.
@@ -399,7 +411,14 @@ func (g *Graph) goTypeNamed(f *File, typ string) (goType, bool) {
 			return goType{}, false
 		}
 		if len(dirs) == 0 {
-			return goType{name: n}, true
+			ext := n
+			for _, im := range f.Imps() {
+				if im.Alias == q || im.Alias == "" && goDefaultName(im.Path) == q {
+					ext = im.Path + "." + n
+					break
+				}
+			}
+			return goType{name: n, ext: ext}, true
 		}
 		return goType{dir: dirs[0], name: n}, true
 	}
