@@ -33,27 +33,38 @@ func (e evidence) String() string {
 // matchScore scores a symbol's name, container and doc line against the question's words (lower
 // case) and their stems: a word of the name counts most, a part of the name or a word of its
 // type's name less, a word of its doc comment least; the sum is scaled by how much of the question
-// the symbol covers, so a hit on every word outranks many hits on one.
+// the symbol covers, so a hit on every word outranks many hits on one. Each text is read once.
 func matchScore(qwords, qstems []string, name, container, doc string) (float64, evidence) {
+	if len(qstems) > 64 {
+		qstems, qwords = qstems[:64], qwords[:64]
+	}
+	inName, inContainer, inDoc := stemHits(name, qstems), uint64(0), uint64(0)
+	if container != "" {
+		inContainer = stemHits(container, qstems)
+	}
+	if doc != "" {
+		inDoc = stemHits(doc, qstems)
+	}
 	var sc float64
 	var why evidence
 	covered := 0
-	for i, q := range qstems {
+	for i := range qstems {
+		bit := uint64(1) << i
 		hit := true
 		switch {
-		case hasStem(name, q):
+		case inName&bit != 0:
 			sc += 3
 			why |= byName
-		case len(q) >= 3 && containsFold(name, qwords[i]):
+		case len(qstems[i]) >= 3 && containsFold(name, qwords[i]):
 			sc += 2
 			why |= byName
-		case hasStem(container, q):
+		case inContainer&bit != 0:
 			sc += 1.5
 			why |= byName
 		default:
 			hit = false
 		}
-		if doc != "" && hasStem(doc, q) {
+		if inDoc&bit != 0 {
 			sc++
 			why |= byDoc
 			hit = true
@@ -69,6 +80,21 @@ func matchScore(qwords, qstems []string, name, container, doc string) (float64, 
 		sc *= 0.5 + float64(covered)/float64(n)
 	}
 	return sc, why
+}
+
+// stemHits is the set (bit i for qstems[i]) of the stems that some word of s has, in one pass over s.
+func stemHits(s string, qstems []string) uint64 {
+	var hits uint64
+	eachWord(s, func(w string) bool {
+		n := stemLen(w)
+		for i, q := range qstems {
+			if n == len(q) && equalFoldASCII(w[:n], q) {
+				hits |= 1 << i
+			}
+		}
+		return false
+	})
+	return hits
 }
 
 // hasStem reports whether one of the words of s (split as words splits them) has the stem q (lower case).
