@@ -124,4 +124,21 @@ func TestDriveFolderPick(t *testing.T) {
 	if in["result"] != "# Notes\n" || !strings.Contains(out["result"].(string), "outside this connection's folder") {
 		t.Fatalf("test calls inside %v and outside %v", in, out)
 	}
+
+	// A disconnected login logs in again: held pending with its bindings intact, then picked anew.
+	if _, err := e.env.pool.Exec(context.Background(), "UPDATE mcp_connections SET status = 'disconnected' WHERE id = $1", id); err != nil {
+		t.Fatal(err)
+	}
+	bindings := func() int { return e.count("SELECT count(*) FROM bindings WHERE connection_id = $1", id) }
+	before := bindings()
+	again := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID})
+	if st, _ := e.page(browse(t, again["authorization_url"].(string))); st != 200 {
+		t.Fatalf("the re-login's callback: %d", st)
+	}
+	if c := e.must(200, "GET", "/api/mcp/connections/"+id, nil); c["status"] != "pending" || bindings() != before || before == 0 {
+		t.Fatalf("after the re-login %v, %d bindings (were %d)", c["status"], bindings(), before)
+	}
+	if c := e.must(200, "PUT", "/api/mcp/connections/"+id+"/drive/folder", map[string]any{"id": googletest.TeamDrive}); c["status"] != "connected" || c["account_hint"] != "Team" {
+		t.Fatalf("the re-login's pick %v", c)
+	}
 }

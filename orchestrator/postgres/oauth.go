@@ -105,9 +105,11 @@ func (s *Store) TakeOAuthState(ctx context.Context, stateHash []byte) (orchestra
 }
 
 // AbandonOAuth deletes a connection whose login failed when it is still pending (a new login);
-// a disconnected one keeps its row and bindings. It reports whether it deleted.
+// a disconnected one, or one holding tokens already, keeps its row and bindings. It reports
+// whether it deleted.
 func (s *Store) AbandonOAuth(ctx context.Context, connectionID string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM mcp_connections WHERE id = $1 AND status = 'pending'", connectionID)
+	tag, err := s.pool.Exec(ctx, `DELETE FROM mcp_connections WHERE id = $1 AND status = 'pending'
+		AND NOT EXISTS (SELECT 1 FROM mcp_oauth_logins l WHERE l.connection_id = $1)`, connectionID) // a held login (Drive before its folder) stays
 	if err != nil {
 		return false, fmt.Errorf("drop the pending connection %s: %w", connectionID, err)
 	}
@@ -137,7 +139,8 @@ func (s *Store) CompleteOAuth(ctx context.Context, w orchestrator.OAuthComplete)
 			return connectHeld(ctx, tx, w, &out)
 		}
 		if w.Hold {
-			if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET credentials = $2, updated_at = $3 WHERE id = $1", w.ConnectionID, w.Seal(w.ConnectionID), w.Now); err != nil {
+			// pending again when it was disconnected: a re-login waits for its folder too, its bindings intact
+			if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET status = 'pending', credentials = $2, updated_at = $3 WHERE id = $1", w.ConnectionID, w.Seal(w.ConnectionID), w.Now); err != nil {
 				return fmt.Errorf("hold the OAuth login: %w", err)
 			}
 		} else if _, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'connected', account_hint = $2, credentials = $3, verified_at = $4, listed_at = $4,
