@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
 	"github.com/guildsai/guilds/orchestrator/connectors/google/googletest"
 )
@@ -254,4 +256,23 @@ func must(s string, err error) string {
 		return "ERROR: " + err.Error()
 	}
 	return s
+}
+
+// BenchmarkConfinedSearch: search_files confined to Projects (each hit's parents chain walked,
+// cached per call) against the one files.list GET it starts with, in the same run.
+func BenchmarkConfinedSearch(b *testing.B) {
+	g := googletest.New()
+	b.Cleanup(g.Close)
+	tok := g.Grant()
+	d := drive.Drive{}
+	srv := orchestrator.MCPServer{Slug: "drive", Endpoints: orchestrator.Endpoints{"api": g.URL + "/drive/v3"}}
+	raw := g.URL + "/drive/v3/files?q=" + url.QueryEscape("(name contains 'report') and trashed = false") + "&supportsAllDrives=true&includeItemsFromAllDrives=true&corpora=allDrives"
+	adapterstest.Compare(b, "search", raw, http.Header{"Authorization": {"Bearer " + tok}}, func() error {
+		out, err := d.Call(context.Background(), bindings.DriveCall{Server: srv, Bearer: token(tok), Tool: "search_files",
+			Args: map[string]any{"query": "title contains 'report'"}, Folder: bindings.DriveSettings{FolderID: googletest.Projects}})
+		if err == nil && (!strings.Contains(out, "report.txt") || strings.Contains(out, "secret")) {
+			err = errors.New("the confined search answered " + out)
+		}
+		return err
+	})
 }
