@@ -191,10 +191,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if cfg.AdminToken == "" {
 		return errors.New("GUILDS_ADMIN_TOKEN is not set: the operator API needs a bearer token; set it in the environment or .env (make run generates one)")
 	}
-	keySource, err := ensureSecretKey(&cfg, log)
-	if err != nil {
-		return err
-	}
 	reg := registry.New()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -211,6 +207,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		return err
 	}
 	log.Info("migrations applied", "applied", len(applied))
+	keySource, err := ensureSecretKey(&cfg, log) // once the address and the database are good
+	if err != nil {
+		return err
+	}
 	where := "the database at DATABASE_URL"
 	if cluster != nil {
 		cluster.Supervise() // restarts the embedded server should it end; Stop (in stopDB) ends that
