@@ -158,7 +158,7 @@ func driveMCP() http.Handler {
 func TestDriveThroughServe(t *testing.T) {
 	g := googletest.New(driveMCP())
 	t.Cleanup(g.Close)
-	_, api := googleServe(t)
+	srv, api := googleServe(t)
 	org, agent := scopesAt(t, api)
 	must(t, 200, "PATCH", api+"/api/admin/mcp/servers/drive", map[string]any{"url": g.URL + "/mcp/v1", "endpoints": g.DriveEndpoints()})
 	start := must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": org})
@@ -245,6 +245,11 @@ func TestDriveThroughServe(t *testing.T) {
 	for _, id := range g.ContentReads() {
 		if id == googletest.Secret {
 			t.Fatal("the bytes of a file outside the folder were read")
+		}
+	}
+	for _, secret := range append(g.Tokens(), googletest.ClientSecret) {
+		if strings.Contains(srv.stderr.String(), secret) {
+			t.Fatal("a code, token or the client secret appears in serve's log")
 		}
 	}
 }
