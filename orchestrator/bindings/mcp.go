@@ -211,6 +211,9 @@ func (r *Remote) login(ctx context.Context, connectionID, remoteName string) (or
 	if err != nil {
 		return row, RemoteLogin{}, err
 	}
+	if u := row.Server.Endpoints["mcp"]; row.Server.Slug == DriveSlug && u != "" {
+		row.Server.URL = u // Drive's MCP server is its named mcp endpoint
+	}
 	l := RemoteLogin{ConnectionID: connectionID, Server: row.Server, Transport: row.Connection.Transport, Credentials: creds}
 	if row.Server.Auth == orchestrator.AuthOAuth && r.OAuth != nil {
 		l.Bearer = r.OAuth.bearer(connectionID, creds["access_token"])

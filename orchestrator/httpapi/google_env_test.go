@@ -96,7 +96,7 @@ func TestDriveFolderPick(t *testing.T) {
 		return map[string]string{"GMAIL_OAUTH_CLIENT_ID": googletest.ClientID, "GMAIL_OAUTH_CLIENT_SECRET": googletest.ClientSecret}[k]
 	}
 	orgID, _, _ := e.scopes()
-	e.must(200, "PATCH", "/api/admin/mcp/servers/drive", map[string]any{"url": g.URL + "/mcp/v1", "endpoints": g.DriveEndpoints()})
+	e.must(200, "PATCH", "/api/admin/mcp/servers/drive", map[string]any{"endpoints": g.DriveEndpoints()}) // the mcp endpoint, not url, names the MCP server
 	start := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID})
 	id := start["connection"].(map[string]any)["id"].(string)
 	if st, _ := e.do("GET", "/api/mcp/connections/"+id+"/drive/folders", nil); st != 409 {
