@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,14 +56,16 @@ func (m *Monitor) Run(ctx context.Context) {
 // and a cause that is a lost or refused connection is an outage whatever the ping says: it is
 // what a request meets on a pooled connection the server dropped as it went down or restarted.
 func (m *Monitor) Err(ctx context.Context, cause error) error {
-	if cause != nil && connectionLost(cause) {
+	if cause != nil && (connectionLost(cause) || fromServer(cause, m.Pool.Config().ConnConfig.Host, m.Pool.Config().ConnConfig.Port)) {
 		return m.unavailable(time.Now())
 	}
 	if cause != nil {
 		m.mu.Lock()
 		recent := time.Since(m.checked) < minCheckGap
 		m.mu.Unlock()
-		if !recent {
+		// A connection cut short says nothing of whose it was: ask the database now, whatever the
+		// last ping said a moment ago.
+		if !recent || errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) {
 			m.check(ctx)
 		}
 	}
@@ -77,6 +82,20 @@ func (m *Monitor) Err(ctx context.Context, cause error) error {
 func (m *Monitor) unavailable(since time.Time) error {
 	return orchestrator.Errorf(orchestrator.EUNAVAILABLE, "%s is unreachable (for %s so far); retry in %d s: calls resume by themselves once it is back",
 		m.where(), time.Since(since).Round(time.Second), RetryAfter)
+}
+
+// fromServer reports whether err is a network error on a connection to the database's own address
+// (host a unix socket folder, or host and port over TCP): a pooled connection the server reset.
+func fromServer(err error, host string, port uint16) bool {
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr.Addr == nil {
+		return false
+	}
+	addr := opErr.Addr.String()
+	if strings.HasPrefix(host, "/") {
+		return strings.HasPrefix(addr, host)
+	}
+	return strings.HasSuffix(addr, ":"+strconv.Itoa(int(port)))
 }
 
 // connectionLost reports whether err is PostgreSQL's connection that could not be made or was lost

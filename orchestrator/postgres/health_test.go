@@ -35,3 +35,30 @@ func TestConnectionLost(t *testing.T) {
 		}
 	}
 }
+
+// TestFromServer: a network error on the database's own socket or port is the database's; one on
+// another address is not.
+func TestFromServer(t *testing.T) {
+	reset := func(addr net.Addr) error {
+		return fmt.Errorf("get run r: %w", &net.OpError{Op: "read", Addr: addr, Err: errors.New("connection reset by peer")})
+	}
+	sock := &net.UnixAddr{Name: "/data/postgres/.s.PGSQL.5432", Net: "unix"}
+	db := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 5432}
+	other := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}
+	for _, c := range []struct {
+		err  error
+		host string
+		port uint16
+		want bool
+	}{
+		{reset(sock), "/data/postgres", 5432, true},
+		{reset(other), "/data/postgres", 5432, false},
+		{reset(db), "db.internal", 5432, true},
+		{reset(other), "db.internal", 5432, false},
+		{errors.New("plain"), "/data/postgres", 5432, false},
+	} {
+		if got := fromServer(c.err, c.host, c.port); got != c.want {
+			t.Errorf("fromServer(%v, %s, %d) = %v, want %v", c.err, c.host, c.port, got, c.want)
+		}
+	}
+}
