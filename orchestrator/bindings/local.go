@@ -119,6 +119,37 @@ func (v localVerifier) Verify(ctx context.Context, server orchestrator.MCPServer
 	return ver, nil
 }
 
+// refreshLocal checks a local adapter's login again with its stored credentials and rewrites its
+// tool list as Connect would (which tools a login has may depend on its keys: the Wallet's
+// uniswap_swap); the operator's overlays stay, and a tool new to the list arrives default-off when
+// its server says so. A refusal writes nothing.
+func (s *Service) refreshLocal(ctx context.Context, ad LocalAdapters, srv orchestrator.MCPServer, id string) (orchestrator.ListingDiff, error) {
+	row, login, err := s.Remote.login(ctx, id, "")
+	if err != nil {
+		return orchestrator.ListingDiff{}, err
+	}
+	ver, err := localVerifier{adapters: ad}.Verify(ctx, s.checkedAgainst(row.Server), login.Credentials)
+	clear(login.Credentials)
+	if orchestrator.ErrorCode(err) == orchestrator.EUPSTREAM {
+		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.EUPSTREAM, "%s could not check the login, as the provider did not answer: %v; the tool list is unchanged", srv.Name, err)
+	}
+	if err != nil {
+		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.EINVALID, "%s refused the stored login: %v; the tool list is unchanged (connect again with a working key)", srv.Name, err)
+	}
+	tools, err := listed(srv, ver.Tools)
+	if err != nil {
+		return orchestrator.ListingDiff{}, err
+	}
+	tools = append(tools, listedRemote(s.log(), srv, ver.Listed)...)
+	diff, err := s.Remote.Store.SaveListing(ctx, orchestrator.ListingWrite{Server: row.Server, ConnectionID: id, Tools: tools, Now: s.now()})
+	if err != nil {
+		return orchestrator.ListingDiff{}, err
+	}
+	s.log().Info("local adapter tools relisted", "connection_id", id, "server", srv.Slug, "tools", len(tools),
+		"added", len(diff.Added), "removed", len(diff.Removed), "changed", len(diff.Changed))
+	return diff, nil
+}
+
 // ids lists the pinned coin ids.
 func (p PinnedPrices) ids() []string {
 	out := make([]string, 0, len(p.Coins))

@@ -278,17 +278,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	if err != nil {
 		return orchestrator.Connection{}, err
 	}
-	// A local adapter is checked against its manifest (the curated tools and what they require); a
-	// remote server against its row as in effect (an admin's URL, a custom server).
-	manifest := srv
-	if srv.Kind == orchestrator.ServerLocal {
-		for _, m := range s.Manifests {
-			if m.Slug == srv.Slug {
-				manifest = m
-				manifest.URL, manifest.Endpoints = srv.URL, srv.Endpoints // the provider as in effect (the admin's)
-			}
-		}
-	}
+	manifest := s.checkedAgainst(srv)
 	var v Verifier = Unverified{}
 	switch {
 	case s.Verifiers[srv.Slug] != nil:
@@ -333,6 +323,23 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	s.log().Info("connection connected", "connection_id", conn.ID, "server", srv.Slug, "scope", owner.Scope, "scope_id", owner.ID(),
 		"tools", len(tools), "verified", ver.Checked)
 	return conn, nil
+}
+
+// checkedAgainst is what a login of srv is checked against: a local adapter's manifest (the
+// curated tools and what they require) at the provider as in effect (the admin's url and
+// endpoints); a remote server's row as in effect (an admin's URL, a custom server).
+func (s *Service) checkedAgainst(srv orchestrator.MCPServer) orchestrator.MCPServer {
+	if srv.Kind != orchestrator.ServerLocal {
+		return srv
+	}
+	manifest := srv
+	for _, m := range s.Manifests {
+		if m.Slug == srv.Slug {
+			manifest = m
+			manifest.URL, manifest.Endpoints = srv.URL, srv.Endpoints
+		}
+	}
+	return manifest
 }
 
 // SealedFor is the additional data a connection's credentials are sealed with: they open only on
@@ -461,6 +468,9 @@ func (s *Service) RefreshConnection(ctx context.Context, id string) (orchestrato
 	srv, err := s.server(ctx, conn.Server)
 	if err != nil {
 		return orchestrator.ListingDiff{}, err
+	}
+	if ad := s.local(srv); ad != nil {
+		return s.refreshLocal(ctx, ad, srv, id)
 	}
 	if srv.Kind != orchestrator.ServerRemote || s.Remote == nil {
 		return orchestrator.ListingDiff{}, orchestrator.Errorf(orchestrator.EINVALID, "%s's tools are not listed by a remote MCP server this orchestrator can reach, so there is nothing to refresh", srv.Name)

@@ -150,6 +150,11 @@ func TestWalletEndToEnd(t *testing.T) {
 
 	// The operator turns send On at the owner: a new run is offered it and it moves the amount.
 	must(t, 200, "PUT", w.api+"/api/bindings", map[string]any{"scope": "org", "scope_id": w.org, "catalog_kind": "mcp_tool", "catalog_id": "wallet_send", "enabled": true})
+	// A later sync (the refresh route) checks the stored keys again and rewrites the list: the
+	// operator's On stays, the other spend tools stay Off.
+	if diff := must(t, 200, "POST", w.api+"/api/mcp/connections/"+id+"/refresh", nil); len(diff["added"].([]any))+len(diff["removed"].([]any)) != 0 {
+		t.Fatalf("refresh of an unchanged login: %v", diff)
+	}
 	run = must(t, 201, "POST", w.api+"/api/agents/"+w.agent+"/runs", map[string]any{"kind": "direct"})
 	runID = run["id"].(string)
 	if !slices.Contains(offeredNames(run), "wallet_send") || slices.Contains(offeredNames(run), "wallet_call") {
