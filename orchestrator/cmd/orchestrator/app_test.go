@@ -269,7 +269,11 @@ func TestCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb syncBuf
-			code := run(context.Background(), tt.args, lookupOf(tt.env), &out, &errb, hooks{})
+			env := map[string]string{"GUILDS_DATA_DIR": t.TempDir()} // never the source tree's .data
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code := run(context.Background(), tt.args, lookupOf(env), &out, &errb, hooks{})
 			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
 				t.Fatalf("code %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errb.String())
 			}
