@@ -54,13 +54,18 @@ type DriveAPI interface {
 	Call(ctx context.Context, c DriveCall) (string, error)
 }
 
-// confined reports whether srv's calls go through the Drive confinement.
+// confined reports whether srv's calls go through the Drive confinement. Drive's always do: where
+// no confinement is wired, its logins stay pending and its calls are refused, never sent
+// unconfined.
 func (r *Remote) confined(srv orchestrator.MCPServer) bool {
-	return srv.Slug == DriveSlug && srv.Kind == orchestrator.ServerRemote && r.Drive != nil
+	return srv.Slug == DriveSlug && srv.Kind == orchestrator.ServerRemote
 }
 
 // callDrive checks args against the listed schema and runs the confined call.
 func (r *Remote) callDrive(ctx context.Context, row orchestrator.MCPLogin, login RemoteLogin, tool orchestrator.ListedTool, args json.RawMessage, run *orchestrator.Run) (string, error) {
+	if r.Drive == nil {
+		return "", fmt.Errorf("%s calls are confined to the login's folder, and this orchestrator runs without that confinement; nothing was sent", row.Server.Name)
+	}
 	var folder DriveSettings
 	if err := json.Unmarshal(row.Connection.Settings, &folder); err != nil || folder.FolderID == "" {
 		return "", fmt.Errorf("the %s login %s has no folder picked; pick one with PUT /api/mcp/connections/%s/drive/folder", row.Server.Name, login.ConnectionID, login.ConnectionID)
