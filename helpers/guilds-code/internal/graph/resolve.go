@@ -323,6 +323,13 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 		return g.goCallType(f, from, expr[:open], depth)
 	}
 	if isIdent(expr) {
+		if typ := localType(f, from, expr); strings.HasPrefix(typ, "range ") {
+			df, over, ok := g.goTypeText(f, from, strings.TrimPrefix(typ, "range "), depth+1)
+			if el := goElem(over); ok && el != "" {
+				return g.goTypeNamed(df, el)
+			}
+			return goType{}, false
+		}
 		if typ := g.goLocalType(f, from, expr); typ != "" {
 			if strings.HasSuffix(typ, "()") {
 				return g.goCallType(f, from, strings.TrimSuffix(typ, "()"), depth+1)
@@ -345,6 +352,51 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 		return g.goTypeNamed(sf, ft)
 	}
 	return goType{}, false
+}
+
+// goTypeText is the type of a typed local or of a field of one as written where it is declared
+// (slices and maps included), and the file declaring it.
+func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, string, bool) {
+	expr = strings.TrimSpace(expr)
+	if depth > 4 {
+		return nil, "", false
+	}
+	if isIdent(expr) {
+		if typ := localType(f, from, expr); typ != "" && !strings.HasSuffix(typ, "()") && !strings.HasPrefix(typ, "range ") {
+			return f, typ, true
+		}
+		return nil, "", false
+	}
+	i := strings.LastIndexByte(expr, '.')
+	if i <= 0 || !isIdent(expr[i+1:]) {
+		return nil, "", false
+	}
+	t, ok := g.goExprType(f, from, expr[:i], depth+1)
+	if !ok || t.dir == "" {
+		return nil, "", false
+	}
+	sf, ft := g.goFieldType(t.dir, t.name, expr[i+1:])
+	return sf, ft, ft != ""
+}
+
+// goElem is the element type of a slice, array, map (its values) or channel type as written, or "".
+func goElem(t string) string {
+	t = strings.TrimPrefix(strings.TrimSpace(t), "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return t[2:]
+	case strings.HasPrefix(t, "["):
+		if i := strings.IndexByte(t, ']'); i > 0 {
+			return t[i+1:]
+		}
+	case strings.HasPrefix(t, "map["):
+		if i := matchingClose(t[3:]); i > 0 {
+			return t[3+i+1:]
+		}
+	case strings.HasPrefix(t, "chan "), strings.HasPrefix(t, "<-chan "):
+		return t[strings.IndexByte(t, ' ')+1:]
+	}
+	return ""
 }
 
 // goCallType is the type a call of callee returns: a function's or method's first declared result,

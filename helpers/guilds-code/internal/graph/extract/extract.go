@@ -56,6 +56,7 @@ const (
 	rolePackage             // @package
 	roleLocalName           // @local.name: a variable whose type the syntax states
 	roleLocalType           // @local.type
+	roleLocalRange          // @local.range: what a Go range clause ranges over; @local.name is then its left side ("k, v")
 )
 
 var roleNames = map[string]capRole{
@@ -63,6 +64,7 @@ var roleNames = map[string]capRole{
 	"call": roleCall, "call.name": roleCallName, "call.recv": roleCallRecv, "call.bare": roleCallBare,
 	"assign.name": roleAssign, "import": roleImport, "import.path": roleImportPath, "import.alias": roleImportAlias,
 	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
+	"local.range": roleLocalRange,
 }
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
@@ -128,6 +130,7 @@ type refHit struct {
 type localHit struct {
 	at        uint32
 	name, typ string
+	ranged    bool // name is a range clause's left side, typ "range " and what it ranges over
 }
 
 type assignHit struct {
@@ -404,6 +407,10 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				loc.name, loc.at = string(src[sb:eb]), sb
 			case roleLocalType:
 				loc.typ = localType(src[sb:eb])
+			case roleLocalRange:
+				if over := string(src[sb:eb]); !strings.ContainsAny(over, "\n{") {
+					loc.typ, loc.ranged = "range "+over, true
+				}
 			}
 		}
 		switch {
@@ -419,6 +426,14 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				at = aliasAt
 			}
 			imports, importAt = append(imports, im), append(importAt, [2]uint32{stmtAt, at})
+		case loc.ranged:
+			// The value of a two-name range clause has the element type of what it ranges over.
+			if _, v, ok := strings.Cut(loc.name, ","); ok && loc.typ != "" {
+				if v = strings.TrimSpace(v); v != "_" && v != "" && !strings.Contains(v, ",") {
+					loc.name = v
+					locals = append(locals, loc)
+				}
+			}
 		case loc.name != "" && loc.typ != "":
 			locals = append(locals, loc)
 		}
