@@ -386,6 +386,9 @@ func TestGitHubNotSetUp(t *testing.T) {
 	if st != 422 || !strings.Contains(errText(out), "setup_state: unsupported") || !strings.Contains(errText(out), "GITHUB_APP_ID, GITHUB_APP_SLUG, GITHUB_APP_PRIVATE_KEY, GITHUB_APP_CLIENT_ID, GITHUB_APP_CLIENT_SECRET") {
 		t.Fatalf("connect: %d %v", st, out)
 	}
+	if e := out["error"].(map[string]any); e["setup_state"] != "unsupported" || fmt.Sprint(e["missing"]) != "[GITHUB_APP_ID GITHUB_APP_SLUG GITHUB_APP_PRIVATE_KEY GITHUB_APP_CLIENT_ID GITHUB_APP_CLIENT_SECRET]" {
+		t.Fatalf("the error body's setup_state and missing: %v", e)
+	}
 	if conns := must(t, 200, "GET", base+"/api/mcp/connections", nil); len(conns["connections"].([]any)) != 0 {
 		t.Fatalf("wrote %v", conns)
 	}

@@ -174,7 +174,13 @@ func (c Config) Ready() error {
 	if c.SetupState() == SetupConfigured {
 		return nil
 	}
-	return orchestrator.Errorf(orchestrator.EINVALID, "GitHub is not set up on this box (setup_state: unsupported): %s; nothing was written", c.Why())
+	missing := c.Missing
+	if missing == nil {
+		missing = []string{} // a set but unusable variable: named in the message, none missing
+	}
+	return &orchestrator.Error{Code: orchestrator.EINVALID,
+		Message: fmt.Sprintf("GitHub is not set up on this box (setup_state: unsupported): %s; nothing was written", c.Why()),
+		Fields:  map[string]any{"setup_state": SetupUnsupported, "missing": missing}}
 }
 
 // GitHost is the git host of WebURL with its port, as git's credential helper sees it.
