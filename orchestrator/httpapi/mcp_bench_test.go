@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/guildsai/guilds/shared/benchtest"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -42,26 +42,6 @@ func benchAPI(b *testing.B, e *mcpEnv) func(method, path string, body []byte) []
 		}
 		return out
 	}
-}
-
-// alternate times each fn n times, rotating which goes first so none always finds the machine
-// warmer, and returns their medians in order.
-func alternate(n int, fns ...func()) []time.Duration {
-	d := make([][]time.Duration, len(fns))
-	for i := range n {
-		for j := range fns {
-			k := (i + j) % len(fns)
-			t0 := time.Now()
-			fns[k]()
-			d[k] = append(d[k], time.Since(t0))
-		}
-	}
-	out := make([]time.Duration, len(fns))
-	for k := range d {
-		slices.Sort(d[k])
-		out[k] = d[k][n/2]
-	}
-	return out
 }
 
 // BenchmarkMCPCallThroughAPI times a tool call of a run through the API (auth, run lock, the run's
@@ -123,7 +103,7 @@ func BenchmarkMCPCallThroughAPI(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		m := alternate(400, viaAPI, viaClient, viaNative)
+		m := benchtest.Alternate(400, viaAPI, viaClient, viaNative)
 		api, raw, native := m[0], m[1], m[2]
 		added := api - raw
 		b.ReportMetric(ms(api), "api_p50_ms")
@@ -190,7 +170,7 @@ func BenchmarkRunStartThreeMCP(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		d := alternate(300, startMCP, startPlain)
+		d := benchtest.Alternate(300, startMCP, startPlain)
 		m, p := d[0], d[1]
 		b.ReportMetric(ms(m), "mcp_start_p50_ms")
 		b.ReportMetric(ms(p), "plain_start_p50_ms")

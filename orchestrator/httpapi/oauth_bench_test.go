@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/shared/benchtest"
 )
 
 // oauthBench is an API on loopback with two servers connected at one org: notion through a browser
@@ -129,7 +131,7 @@ func BenchmarkOAuthCallVsStaticBearer(b *testing.B) {
 	before := o.refreshes()
 	b.ResetTimer()
 	for range b.N {
-		m := alternate(400, viaOAuth, viaStatic)
+		m := benchtest.Alternate(400, viaOAuth, viaStatic)
 		ratio := float64(m[0]) / float64(m[1])
 		b.ReportMetric(ms(m[0]), "oauth_p50_ms")
 		b.ReportMetric(ms(m[1]), "static_p50_ms")

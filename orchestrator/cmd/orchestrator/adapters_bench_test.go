@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
+	"github.com/guildsai/guilds/shared/benchtest"
 )
 
 // BenchmarkAdapterCallThroughAPI times one CoinGecko call of each shape (a 30-row list; a 48-point
@@ -85,43 +85,21 @@ func BenchmarkAdapterCallThroughAPI(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				m := alternate(300, sh.api, sh.raw, native)
+				m := benchtest.Alternate(300, sh.api, sh.raw, native)
 				viaAPI, direct, floor := m[0], m[1], m[2]
 				added := viaAPI - direct
 				ratio := float64(viaAPI) / float64(direct)
-				b.ReportMetric(ms(viaAPI), "api_p50_ms")
-				b.ReportMetric(ms(direct), "raw_p50_ms")
-				b.ReportMetric(ms(floor), "native_api_p50_ms")
-				b.ReportMetric(ms(added), "added_p50_ms")
+				b.ReportMetric(benchtest.MS(viaAPI), "api_p50_ms")
+				b.ReportMetric(benchtest.MS(direct), "raw_p50_ms")
+				b.ReportMetric(benchtest.MS(floor), "native_api_p50_ms")
+				b.ReportMetric(benchtest.MS(added), "added_p50_ms")
 				b.ReportMetric(ratio, "x_vs_raw")
 				b.Logf("CoinGecko %s through the API: p50 %.3f ms | the fake's own %s answer to a plain client: p50 %.3f ms | %.2fx, %.3f ms added; target <= 1.3x: %s, <= 2 ms added: %s | a native tool's call through the same API: p50 %.3f ms",
-					sh.callLabel, ms(viaAPI), sh.rawLabel, ms(direct), ratio, ms(added), metOr(ratio <= 1.3), metOr(added <= 2*time.Millisecond), ms(floor))
+					sh.callLabel, benchtest.MS(viaAPI), sh.rawLabel, benchtest.MS(direct), ratio, benchtest.MS(added), metOr(ratio <= 1.3), metOr(added <= 2*time.Millisecond), benchtest.MS(floor))
 			}
 		})
 	}
 }
-
-// alternate times each fn n times, rotating which goes first so none always finds the machine
-// warmer, and returns their medians in order.
-func alternate(n int, fns ...func()) []time.Duration {
-	d := make([][]time.Duration, len(fns))
-	for i := range n {
-		for j := range fns {
-			k := (i + j) % len(fns)
-			t0 := time.Now()
-			fns[k]()
-			d[k] = append(d[k], time.Since(t0))
-		}
-	}
-	out := make([]time.Duration, len(fns))
-	for k := range d {
-		slices.Sort(d[k])
-		out[k] = d[k][n/2]
-	}
-	return out
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func metOr(ok bool) string {
 	if ok {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/wallettest"
+	"github.com/guildsai/guilds/shared/benchtest"
 )
 
 // BenchmarkWalletThroughAPI times get_balance and a dry-run send on a real anvil through serve's
@@ -86,14 +87,14 @@ func BenchmarkWalletThroughAPI(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				m := alternate(200, api, sh.raw, native)
+				m := benchtest.Alternate(200, api, sh.raw, native)
 				ratio := float64(m[0]) / float64(m[1])
-				b.ReportMetric(ms(m[0]), "api_p50_ms")
-				b.ReportMetric(ms(m[1]), "raw_p50_ms")
-				b.ReportMetric(ms(m[2]), "native_api_p50_ms")
+				b.ReportMetric(benchtest.MS(m[0]), "api_p50_ms")
+				b.ReportMetric(benchtest.MS(m[1]), "raw_p50_ms")
+				b.ReportMetric(benchtest.MS(m[2]), "native_api_p50_ms")
 				b.ReportMetric(ratio, "x_vs_raw")
 				b.Logf("Wallet %s through the API: p50 %.3f ms | the same JSON-RPC calls made directly, one after another: p50 %.3f ms | %.2fx; target <= 1.3x: %s | a native tool's call through the same API: p50 %.3f ms",
-					sh.label, ms(m[0]), ms(m[1]), ratio, metOr(ratio <= 1.3), ms(m[2]))
+					sh.label, benchtest.MS(m[0]), benchtest.MS(m[1]), ratio, metOr(ratio <= 1.3), benchtest.MS(m[2]))
 			}
 		})
 	}
