@@ -16,6 +16,8 @@ const (
 	PrefixAgent = "agt"
 	PrefixRun   = "run"
 	PrefixCall  = "call"
+	// PrefixProcess names an orchestrator process among the replicas on one database.
+	PrefixProcess = "prc"
 )
 
 // ValidID reports whether id is safe as a helper run/call id and as a path segment: the

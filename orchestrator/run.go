@@ -119,6 +119,7 @@ type ToolCall struct {
 	FinishedAt   *time.Time      `json:"finished_at"` // nil while started
 	DurationMS   float64         `json:"duration_ms"`
 	RequestHash  string          `json:"-"` // the request's digest: a retry under the same client id must match it
+	Process      string          `json:"-"` // the orchestrator process that runs a started call (Process.ID)
 }
 
 // CallPage bounds a listing of a run's calls: those after seq After, at most Limit (0: all).
@@ -141,10 +142,26 @@ type RunStore interface {
 	CompleteCall(ctx context.Context, c ToolCall) error
 	// GetClientCall returns the call recorded under the client's call id, ENOTFOUND when none.
 	GetClientCall(ctx context.Context, runID, clientCallID string) (ToolCall, error)
-	// InterruptCalls marks every call still started as interrupted with the given result and
-	// returns how many it marked.
-	InterruptCalls(ctx context.Context, at time.Time, result string) (int64, error)
+	// InterruptCalls marks as interrupted, with the given result, every call still started whose
+	// process is gone: none recorded, or no beat since staleBefore (its own process's calls are
+	// never among them); it returns how many it marked.
+	InterruptCalls(ctx context.Context, at time.Time, result string, staleBefore time.Time) (int64, error)
+	// BeatProcess records that a process taking calls runs (its first beat registers it);
+	// EndProcess removes it at a clean stop.
+	BeatProcess(ctx context.Context, p Process, at time.Time) error
+	EndProcess(ctx context.Context, id string) error
+	// HostProcesses lists the processes registered from host (a restart looks for its
+	// predecessor among them).
+	HostProcesses(ctx context.Context, host string) ([]Process, error)
 	ListCalls(ctx context.Context, runID string, page CallPage) ([]ToolCall, error)
+}
+
+// Process is one running orchestrator process that takes calls (a replica).
+type Process struct {
+	ID        string
+	Host      string
+	PID       int
+	StartedAt time.Time
 }
 
 // ErrDuplicateCall is StartCall's answer when the client's call id is already recorded.

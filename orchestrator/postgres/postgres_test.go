@@ -128,7 +128,7 @@ func TestStoreScopesAndRuns(t *testing.T) {
 	if _, err := s.StartCall(ctx, call("run_1", "call_4", "")); orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
 		t.Fatalf("call past budget: %v", err)
 	}
-	n, err := s.InterruptCalls(ctx, now.Add(time.Second), "ERROR: interrupted")
+	n, err := s.InterruptCalls(ctx, now.Add(time.Second), "ERROR: interrupted", now.Add(-time.Minute))
 	if err != nil || n != 2 {
 		t.Fatalf("interrupt: %d %v", n, err)
 	}
@@ -228,5 +228,59 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInterruptOnlyCallsOfGoneProcesses: replicas on one database never interrupt each other's
+// running calls; a call is interrupted once its process stops beating (or never registered, or
+// ended), and a beat after the row was removed registers the process again.
+func TestInterruptOnlyCallsOfGoneProcesses(t *testing.T) {
+	ctx := context.Background()
+	s := postgres.NewStore(pgtest.NewDB(t))
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	must(t, s.CreateOrg(ctx, orchestrator.Org{ID: "org_1", Name: "Org", CreatedAt: now}))
+	must(t, s.CreateGuild(ctx, orchestrator.Guild{ID: "gld_1", OrgID: "org_1", Name: "G", CreatedAt: now}))
+	must(t, s.CreateAgent(ctx, orchestrator.Agent{ID: "agt_1", GuildID: "gld_1", Name: "A", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}))
+	must(t, s.CreateRun(ctx, orchestrator.Run{ID: "run_1", AgentID: "agt_1", GuildID: "gld_1", OrgID: "org_1", Kind: orchestrator.KindDirect,
+		Status: orchestrator.RunOpen, ToolCallBudget: 10, CreatedAt: now}))
+	live := orchestrator.Process{ID: "prc_live", Host: "a", PID: 1, StartedAt: now}
+	gone := orchestrator.Process{ID: "prc_gone", Host: "b", PID: 2, StartedAt: now}
+	must(t, s.BeatProcess(ctx, live, now))
+	must(t, s.BeatProcess(ctx, gone, now.Add(-2*time.Minute)))
+	for i, proc := range []string{"prc_live", "prc_gone", "prc_never_registered", ""} {
+		if _, err := s.StartCall(ctx, orchestrator.ToolCall{RunID: "run_1", CallID: fmt.Sprintf("call_%d", i), Name: "t",
+			Arguments: json.RawMessage(`{}`), StartedAt: now, Process: proc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func() []string {
+		calls, err := s.ListCalls(ctx, "run_1", orchestrator.CallPage{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range calls {
+			out = append(out, c.Status)
+		}
+		return out
+	}
+	n, err := s.InterruptCalls(ctx, now, "ERROR: interrupted", now.Add(-45*time.Second))
+	if got := fmt.Sprint(status()); err != nil || n != 3 || got != "[started interrupted interrupted interrupted]" {
+		t.Fatalf("first recovery: %d %v, statuses %s", n, err, got)
+	}
+	// The live process stops beating: a peer's later recovery interrupts its call.
+	n, err = s.InterruptCalls(ctx, now.Add(time.Minute), "ERROR: interrupted", now.Add(time.Minute-45*time.Second))
+	if got := fmt.Sprint(status()); err != nil || n != 1 || got != "[interrupted interrupted interrupted interrupted]" {
+		t.Fatalf("after the live process went silent: %d %v, statuses %s", n, err, got)
+	}
+	// A clean stop removes the row; a beat registers it again.
+	must(t, s.EndProcess(ctx, live.ID))
+	must(t, s.BeatProcess(ctx, live, now.Add(2*time.Minute)))
+	if _, err := s.StartCall(ctx, orchestrator.ToolCall{RunID: "run_1", CallID: "call_9", Name: "t", Arguments: json.RawMessage(`{}`),
+		StartedAt: now, Process: live.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.InterruptCalls(ctx, now.Add(2*time.Minute), "x", now.Add(2*time.Minute-45*time.Second)); err != nil || n != 0 {
+		t.Fatalf("a beating process's call was interrupted: %d %v", n, err)
 	}
 }

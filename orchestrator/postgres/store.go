@@ -330,8 +330,8 @@ const startCallSQL = `WITH bump AS (
 	UPDATE runs SET tool_calls_used = tool_calls_used + 1
 	WHERE id = $1 AND status = 'open' AND tool_calls_used < tool_call_budget
 	RETURNING id, tool_calls_used)
-INSERT INTO tool_calls (run_id, seq, call_id, client_call_id, request_hash, status, name, arguments, result, metadata, is_error, started_at)
-SELECT id, tool_calls_used, $2, $3, $4, 'started', $5, $6, '', '{}', false, $7 FROM bump
+INSERT INTO tool_calls (run_id, seq, call_id, client_call_id, request_hash, status, name, arguments, result, metadata, is_error, started_at, process_id)
+SELECT id, tool_calls_used, $2, $3, $4, 'started', $5, $6, '', '{}', false, $7, $8 FROM bump
 RETURNING seq`
 
 // StartCall records c as started and takes the run's next seq.
@@ -341,7 +341,11 @@ func (s *Store) StartCall(ctx context.Context, c orchestrator.ToolCall) (int64, 
 		client = &c.ClientCallID
 	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, startCallSQL, c.RunID, c.CallID, client, c.RequestHash, c.Name, []byte(c.Arguments), c.StartedAt).Scan(&seq)
+	var process *string
+	if c.Process != "" {
+		process = &c.Process
+	}
+	err := s.pool.QueryRow(ctx, startCallSQL, c.RunID, c.CallID, client, c.RequestHash, c.Name, []byte(c.Arguments), c.StartedAt, process).Scan(&seq)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "tool_calls_client_call_id":
@@ -378,16 +382,53 @@ func nilIfEmpty(b []byte) any {
 	return b
 }
 
-// InterruptCalls marks every started call interrupted, at the given time, with result.
-func (s *Store) InterruptCalls(ctx context.Context, at time.Time, result string) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE tool_calls SET status = 'interrupted', result = $2, is_error = true,
+// InterruptCalls marks interrupted, at the given time and with result, every started call whose
+// process is gone: none recorded, no row, or no beat since staleBefore.
+func (s *Store) InterruptCalls(ctx context.Context, at time.Time, result string, staleBefore time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE tool_calls c SET status = 'interrupted', result = $2, is_error = true,
 		metadata = jsonb_build_object('error', 'interrupted'), finished_at = $1,
 		duration_ms = GREATEST(0, EXTRACT(EPOCH FROM ($1 - started_at)) * 1000)
-		WHERE status = 'started'`, at, result)
+		WHERE status = 'started' AND NOT EXISTS (
+			SELECT 1 FROM orchestrator_processes p WHERE p.id = c.process_id AND p.seen_at >= $3)`, at, result, staleBefore)
 	if err != nil {
 		return 0, fmt.Errorf("mark interrupted calls: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// BeatProcess records that process p runs, seen at: its first beat registers it, and a beat
+// after its row was removed registers it again.
+func (s *Store) BeatProcess(ctx context.Context, p orchestrator.Process, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO orchestrator_processes (id, host, pid, started_at, seen_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET seen_at = EXCLUDED.seen_at`, p.ID, p.Host, p.PID, p.StartedAt, at)
+	if err != nil {
+		return fmt.Errorf("beat orchestrator process %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// HostProcesses lists the processes registered from host.
+func (s *Store) HostProcesses(ctx context.Context, host string) ([]orchestrator.Process, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, started_at FROM orchestrator_processes WHERE host = $1`, host)
+	if err != nil {
+		return nil, fmt.Errorf("list the orchestrator processes of %s: %w", host, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Process, error) {
+		var p orchestrator.Process
+		return p, r.Scan(&p.ID, &p.Host, &p.PID, &p.StartedAt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the orchestrator processes of %s: %w", host, err)
+	}
+	return out, nil
+}
+
+// EndProcess removes process id at its clean stop, with the rows of processes gone for a day.
+func (s *Store) EndProcess(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM orchestrator_processes WHERE id = $1 OR seen_at < now() - interval '1 day'`, id); err != nil {
+		return fmt.Errorf("end orchestrator process %s: %w", id, err)
+	}
+	return nil
 }
 
 // callColumns is the column list scanCall reads.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -36,6 +37,10 @@ type Service struct {
 	// Observe, when set, is told each call's tool, outcome ("ok", an error kind such as
 	// "arguments" or "handler", or "refused") and duration (the metrics).
 	Observe func(tool, outcome string, d time.Duration)
+	// Process is this orchestrator process among the replicas on the database: its started calls
+	// carry its id, and KeepAlive beats for it. Zero: calls carry none, so any recovery may
+	// interrupt them (one process per database).
+	Process orchestrator.Process
 
 	mu        sync.Mutex
 	snapshots map[string]orchestrator.Run   // runs as last read (snapshot and status), bounded
@@ -228,17 +233,90 @@ func (s *Service) ListCalls(ctx context.Context, runID string, page orchestrator
 	return s.Runs.ListCalls(ctx, runID, page)
 }
 
-// RecoverCalls marks the calls a stopped orchestrator left started as interrupted, with a result
-// saying so; serve runs it once, before it takes calls.
+// The beat of a process taking calls, and how long a silent one is taken for gone.
+const (
+	ProcessBeat  = 10 * time.Second
+	ProcessStale = 45 * time.Second
+)
+
+// RecoverCalls marks the calls a stopped orchestrator process left started as interrupted, with a
+// result saying so: those of no process, or of one that has not beaten for ProcessStale. A live
+// replica's running calls are left alone. serve runs it once before it takes calls, then KeepAlive
+// at every beat (a replica that crashed and never came back is cleaned up by its peers).
 func (s *Service) RecoverCalls(ctx context.Context) (int64, error) {
-	n, err := s.Runs.InterruptCalls(ctx, s.now(), InterruptedResult)
+	now := s.now()
+	if s.Process.ID != "" {
+		if err := s.endDeadNeighbours(ctx); err != nil {
+			return 0, err
+		}
+		if err := s.Runs.BeatProcess(ctx, s.Process, now); err != nil {
+			return 0, err
+		}
+	}
+	n, err := s.Runs.InterruptCalls(ctx, now, InterruptedResult, now.Add(-ProcessStale))
 	if err != nil {
 		return 0, err
 	}
 	if n > 0 {
-		s.log().Warn("calls interrupted by the orchestrator's last stop marked interrupted", "calls", n)
+		s.log().Warn("calls left started by a stopped orchestrator process marked interrupted", "calls", n)
 	}
 	return n, nil
+}
+
+// endDeadNeighbours ends the rows of this host's processes that are no longer running (a
+// restart after a crash finds its predecessor so), so their calls are interrupted at once rather
+// than after ProcessStale. A process of this host is gone when its pid is not running or is this
+// process's own (a container's orchestrator is often pid 1 each time).
+func (s *Service) endDeadNeighbours(ctx context.Context) error {
+	procs, err := s.Runs.HostProcesses(ctx, s.Process.Host)
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if p.ID == s.Process.ID || (p.PID != s.Process.PID && processRuns(p.PID)) {
+			continue
+		}
+		if err := s.Runs.EndProcess(ctx, p.ID); err != nil {
+			return err
+		}
+		s.log().Info("a stopped orchestrator process of this host found; its calls are interrupted", "process", p.ID, "pid", p.PID)
+	}
+	return nil
+}
+
+// processRuns reports whether a process with pid runs on this host.
+func processRuns(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// KeepAlive beats for s.Process every ProcessBeat and interrupts the calls of processes gone
+// meanwhile, until ctx ends; then it removes the process's row (a clean stop). A failed beat is
+// logged and tried again at the next.
+func (s *Service) KeepAlive(ctx context.Context) {
+	if s.Process.ID == "" {
+		return
+	}
+	t := time.NewTicker(ProcessBeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := s.Runs.EndProcess(ectx, s.Process.ID); err != nil {
+				s.log().Warn("orchestrator process row not removed at stop", "err", err.Error())
+			}
+			cancel()
+			return
+		case <-t.C:
+			if _, err := s.RecoverCalls(ctx); err != nil && ctx.Err() == nil {
+				s.log().Warn("orchestrator process beat failed", "err", err.Error())
+			}
+		}
+	}
 }
 
 // InterruptedResult is the stored result of a call the orchestrator's stop cut short.
@@ -410,6 +488,7 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	if !orchestrator.ValidID(runID) {
 		return CallResult{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", runID)
 	}
+	client := ctx // a retry stops waiting for another process's call when its caller hangs up
 	ctx = context.WithoutCancel(ctx)
 	args := req.Arguments
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
@@ -446,7 +525,7 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	stored, err := s.Runs.GetClientCall(ctx, runID, req.CallID)
 	switch orchestrator.ErrorCode(err) {
 	case "":
-		f.res, f.err = replay(stored, hash)
+		f.res, f.err = s.awaitStored(client, stored, hash)
 	case orchestrator.ENOTFOUND:
 		f.res, f.err = s.call(ctx, runID, req, args, hash)
 	default:
@@ -469,6 +548,32 @@ func replay(c orchestrator.ToolCall, hash string) (CallResult, error) {
 		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "call_id %q (seq %d) is still recorded as running, by another orchestrator process or one whose database write failed; retry in a while", truncate(c.ClientCallID, 60), c.Seq)
 	}
 	return CallResult{Seq: c.Seq, CallID: c.CallID, Status: c.Status, Result: c.Result, Metadata: c.Metadata, Replayed: true}, nil
+}
+
+// retryWait bounds how long a retry waits for the call another process runs under its call id.
+const retryWait = 10 * time.Minute
+
+// awaitStored answers a retry from the stored call; while another process still runs it, the
+// retry reads its row again (every 50 ms, growing to a second) until it ends, the caller hangs up
+// or retryWait passes. A process that died with it gets its call interrupted by a live one's
+// KeepAlive, which ends the wait too.
+func (s *Service) awaitStored(client context.Context, stored orchestrator.ToolCall, hash string) (CallResult, error) {
+	deadline := s.now().Add(retryWait)
+	pause := 50 * time.Millisecond
+	for stored.RequestHash == hash && stored.Status == orchestrator.CallStarted && s.now().Before(deadline) {
+		select {
+		case <-client.Done():
+			return CallResult{}, fmt.Errorf("the retry of call_id %q gave up waiting for its call: %w", truncate(stored.ClientCallID, 60), client.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+		next, err := s.Runs.GetClientCall(context.WithoutCancel(client), stored.RunID, stored.ClientCallID)
+		if err != nil {
+			return CallResult{}, err
+		}
+		stored = next
+	}
+	return replay(stored, hash)
 }
 
 // truncate cuts s to at most n bytes for a message.
@@ -502,14 +607,14 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	started := s.now()
 	storedArgs := boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
 	seq, err := s.Runs.StartCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
-		Name: req.Name, Arguments: storedArgs, RequestHash: hash, StartedAt: started})
+		Name: req.Name, Arguments: storedArgs, RequestHash: hash, StartedAt: started, Process: s.Process.ID})
 	switch {
 	case errors.Is(err, orchestrator.ErrDuplicateCall): // recorded meanwhile by another process
 		stored, gerr := s.Runs.GetClientCall(ctx, run.ID, req.CallID)
 		if gerr != nil {
 			return CallResult{}, gerr
 		}
-		return replay(stored, hash)
+		return s.awaitStored(ctx, stored, hash)
 	case orchestrator.ErrorCode(err) == orchestrator.ECONFLICT:
 		s.forget(run.ID)
 		s.observe(req.Name, "refused", 0)

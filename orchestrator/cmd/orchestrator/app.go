@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
@@ -299,9 +300,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		}
 		defer func() { stopMetrics(); waitMetrics() }()
 	}
+	host, _ := os.Hostname()
+	svc.Process = orchestrator.Process{ID: orchestrator.NewID(orchestrator.PrefixProcess), Host: host, PID: os.Getpid(), StartedAt: time.Now()}
 	if _, err := svc.RecoverCalls(ctx); err != nil {
 		return err
 	}
+	// The process beats until serve returns (after the API stopped and its calls ended), then
+	// removes its row; a peer takes the calls of a process that stops beating for interrupted.
+	aliveCtx, stopAlive := context.WithCancel(context.WithoutCancel(ctx))
+	aliveDone := make(chan struct{})
+	go func() { defer close(aliveDone); svc.KeepAlive(aliveCtx) }()
+	defer func() { stopAlive(); <-aliveDone }()
 	// The scheduler fires due schedules until serve returns; serve waits for it before closing the database.
 	schedCtx, stopSched := context.WithCancel(ctx)
 	schedDone := make(chan struct{})
