@@ -60,9 +60,14 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	return page(c, fiber.StatusOK, "Connected", what+" is connected ("+conn.ID+"). You can close this tab.")
 }
 
-// page writes the callback's small HTML answer.
+// page writes the callback's small HTML answer: escaped text only, never cached, framed or
+// followed by a Referer (the callback's URL holds the code and state).
 func page(c *fiber.Ctx, status int, title, msg string) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; frame-ancestors 'none'")
+	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	return c.Status(status).SendString("<!doctype html><html><head><meta charset=\"utf-8\"><title>" + html.EscapeString(title) +
 		"</title></head><body><h1>" + html.EscapeString(title) + "</h1><p>" + html.EscapeString(msg) + "</p></body></html>")
 }

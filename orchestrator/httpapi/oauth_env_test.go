@@ -263,6 +263,18 @@ func TestOAuthCallbackFaults(t *testing.T) {
 	}
 	as.Set(func(s *oauthtest.Server) { s.Deny = false })
 
+	// What the query says is shown as text, and the page is never cached, framed or referred from.
+	resp, err := e.app.Test(httptest.NewRequest("GET", bindings.CallbackPath+"?state=nope&error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(raw), "<script>") || resp.Header.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" ||
+		resp.Header.Get("Referrer-Policy") != "no-referrer" || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("callback page: %s %v", raw, resp.Header)
+	}
+
 	// Unknown state, no state.
 	for _, q := range []string{"?state=nope&code=x", "?code=x", ""} {
 		if st, body := e.page(bindings.CallbackPath + q); st != 400 || !strings.Contains(body, "Start again with Connect") {
