@@ -221,7 +221,7 @@ func (x *Extractor) plan(l *graph.Lang) (*plan, error) {
 		}
 	}
 	p.body = C.uint16_t(fieldID(p.lang, "body"))
-	if src, err := queryFS.ReadFile("queries/" + l.Name + ".scm"); err == nil {
+	if src, err := querySource(l.Name); err == nil {
 		if names := patternRoots(string(src)); names != nil {
 			p.roots = make([]byte, lang.SymbolCount())
 			for i := range p.roots {

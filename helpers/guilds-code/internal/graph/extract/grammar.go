@@ -29,6 +29,17 @@ import (
 //go:embed queries/*.scm
 var queryFS embed.FS
 
+// sharedQuery names the languages whose query is another's: TSX has TypeScript's shapes.
+var sharedQuery = map[string]string{"tsx": "typescript"}
+
+// querySource returns the tree-sitter query of the language named lang.
+func querySource(lang string) ([]byte, error) {
+	if q, ok := sharedQuery[lang]; ok {
+		lang = q
+	}
+	return queryFS.ReadFile("queries/" + lang + ".scm")
+}
+
 // grammar is a language's tree-sitter grammar and compiled query, loaded once per process.
 type grammar struct {
 	once  sync.Once
@@ -79,7 +90,7 @@ func load(l *graph.Lang) (*sitter.Language, *sitter.Query, []string, error) {
 			return
 		}
 		gr.lang = get()
-		src, err := queryFS.ReadFile("queries/" + l.Name + ".scm")
+		src, err := querySource(l.Name)
 		if err != nil {
 			gr.err = fmt.Errorf("query for %s: %w", l.Name, err)
 			return

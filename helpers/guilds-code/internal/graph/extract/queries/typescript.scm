@@ -1,4 +1,4 @@
-; TypeScript (also used for TSX)
+; TypeScript and TSX (sharedQuery)
 (function_declaration name: (identifier) @name) @def.function
 (generator_function_declaration name: (identifier) @name) @def.function
 (function_signature name: (identifier) @name) @def.function
