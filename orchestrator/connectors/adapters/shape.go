@@ -54,6 +54,15 @@ func Str(args map[string]any, name string) string {
 	return strings.TrimSpace(s)
 }
 
+// Need reads a required string argument, or answers the provider's argument error naming it.
+func Need(provider string, args map[string]any, name string) (string, error) {
+	s := Str(args, name)
+	if s == "" {
+		return "", Invalid(provider, name+" is required")
+	}
+	return s, nil
+}
+
 // StrOr reads a string argument with a default.
 func StrOr(args map[string]any, name, def string) string {
 	if s := Str(args, name); s != "" {

@@ -99,17 +99,8 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 	return "", adapters.UnknownTool(provider, tool)
 }
 
-// need returns a required string argument or an argument error.
-func need(args map[string]any, name string) (string, error) {
-	s := adapters.Str(args, name)
-	if s == "" {
-		return "", adapters.Invalid(provider, name+" is required")
-	}
-	return s, nil
-}
-
 func search(ctx context.Context, c adapters.HTTP, args map[string]any) (string, error) {
-	q, err := need(args, "query")
+	q, err := adapters.Need(provider, args, "query")
 	if err != nil {
 		return "", err
 	}
@@ -150,7 +141,7 @@ func search(ctx context.Context, c adapters.HTTP, args map[string]any) (string, 
 type market map[string]float64
 
 func coin(ctx context.Context, c adapters.HTTP, args map[string]any) (string, error) {
-	id, err := need(args, "id")
+	id, err := adapters.Need(provider, args, "id")
 	if err != nil {
 		return "", err
 	}
@@ -311,7 +302,7 @@ func movers(ctx context.Context, c adapters.HTTP, args map[string]any) (string, 
 }
 
 func supply(ctx context.Context, c adapters.HTTP, args map[string]any) (string, error) {
-	id, err := need(args, "id")
+	id, err := adapters.Need(provider, args, "id")
 	if err != nil {
 		return "", err
 	}
@@ -336,7 +327,7 @@ func supply(ctx context.Context, c adapters.HTTP, args map[string]any) (string, 
 }
 
 func chart(ctx context.Context, c adapters.HTTP, args map[string]any) (string, error) {
-	id, err := need(args, "id")
+	id, err := adapters.Need(provider, args, "id")
 	if err != nil {
 		return "", err
 	}

@@ -145,8 +145,9 @@ func (Adapter) Call(ctx context.Context, l adapters.Login, tool string, args map
 func need(args map[string]any, names ...string) ([]string, error) {
 	out := make([]string, len(names))
 	for i, n := range names {
-		if out[i] = adapters.Str(args, n); out[i] == "" {
-			return nil, adapters.Invalid(provider, n+" is required")
+		var err error
+		if out[i], err = adapters.Need(provider, args, n); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

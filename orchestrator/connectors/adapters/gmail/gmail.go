@@ -197,11 +197,11 @@ type thread struct {
 	Messages []Message `json:"messages"`
 }
 
-// need returns a required string argument.
+// need returns a required Gmail id argument.
 func need(args map[string]any, name string) (string, error) {
-	s := adapters.Str(args, name)
-	if s == "" {
-		return "", adapters.Invalid(provider, name+" is required")
+	s, err := adapters.Need(provider, args, name)
+	if err != nil {
+		return "", err
 	}
 	if strings.ContainsAny(s, "/?#%") || len(s) > 200 {
 		return "", adapters.Invalid(provider, name+" is not a Gmail id")
