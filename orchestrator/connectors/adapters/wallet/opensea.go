@@ -49,6 +49,38 @@ func newOpenSea(l adapters.Login) (openSea, error) {
 	return openSea{http: adapters.HTTP{Provider: "OpenSea", Login: l, Auth: func(h http.Header) { h.Set("X-API-KEY", key) }}, base: base}, nil
 }
 
+// openOpenSea opens an OpenSea tool's chain (its id checked against the RPC's) and OpenSea's API.
+func openOpenSea(ctx context.Context, l adapters.Login, args map[string]any) (*evm, openSea, error) {
+	e, err := openEVM(l, adapters.Str(args, "chain"))
+	if err != nil {
+		return nil, openSea{}, err
+	}
+	o, err := newOpenSea(l)
+	if err != nil {
+		return nil, openSea{}, err
+	}
+	if err := e.checkChainID(ctx); err != nil {
+		return nil, openSea{}, err
+	}
+	return e, o, nil
+}
+
+// fulfillment is OpenSea's answer to a fulfillment request: the transaction that takes a listing
+// or an offer.
+type fulfillment struct {
+	Data struct {
+		Tx struct {
+			Function string `json:"function"`
+			Chain    any    `json:"chain"`
+			To       string `json:"to"`
+			Value    any    `json:"value"`
+			Input    struct {
+				Parameters map[string]any `json:"parameters"`
+			} `json:"input_data"`
+		} `json:"transaction"`
+	} `json:"fulfillment_data"`
+}
+
 func (o openSea) get(ctx context.Context, path, what string, out any) error {
 	body, err := o.http.Do(ctx, adapters.Get(o.base, path, nil, what))
 	if err != nil {
@@ -93,15 +125,8 @@ type listing struct {
 // with the native coin through Seaport's basic order, refused above max_price or when the
 // transaction does not pay exactly the listed price to the listing's contract on this chain.
 func openseaBuy(ctx context.Context, l adapters.Login, args map[string]any) (string, error) {
-	e, err := openEVM(l, adapters.Str(args, "chain"))
+	e, o, err := openOpenSea(ctx, l, args)
 	if err != nil {
-		return "", err
-	}
-	o, err := newOpenSea(l)
-	if err != nil {
-		return "", err
-	}
-	if err := e.checkChainID(ctx); err != nil {
 		return "", err
 	}
 	chain := e.chain.Name
@@ -163,19 +188,7 @@ func openseaBuy(ctx context.Context, l adapters.Login, args map[string]any) (str
 			return "", adapters.Invalid(provider, fmt.Sprintf("the best listing costs %s %s, above max_price %s; nothing was signed", FormatAmount(price, e.chain.Decimals), e.chain.Symbol, mp))
 		}
 	}
-	var ful struct {
-		Data struct {
-			Tx struct {
-				Function string `json:"function"`
-				Chain    any    `json:"chain"`
-				To       string `json:"to"`
-				Value    any    `json:"value"`
-				Input    struct {
-					Parameters map[string]any `json:"parameters"`
-				} `json:"input_data"`
-			} `json:"transaction"`
-		} `json:"fulfillment_data"`
-	}
+	var ful fulfillment
 	req := map[string]any{"listing": map[string]any{"hash": best.OrderHash, "chain": chain, "protocol_address": best.ProtocolAddress}, "fulfiller": map[string]any{"address": e.from.Hex()}}
 	if err := o.post(ctx, "/api/v2/listings/fulfillment_data", "the listing's fulfillment", req, &ful); err != nil {
 		return "", err

@@ -17,15 +17,8 @@ import (
 // of the offer by the offerer), refused unless the transaction takes no value, goes to the
 // offer's contract on this chain and gives exactly that NFT.
 func openseaAccept(ctx context.Context, l adapters.Login, args map[string]any) (string, error) {
-	e, err := openEVM(l, adapters.Str(args, "chain"))
+	e, o, err := openOpenSea(ctx, l, args)
 	if err != nil {
-		return "", err
-	}
-	o, err := newOpenSea(l)
-	if err != nil {
-		return "", err
-	}
-	if err := e.checkChainID(ctx); err != nil {
 		return "", err
 	}
 	nft, err := evmAddress("contract", adapters.Str(args, "contract"))
@@ -68,19 +61,7 @@ func openseaAccept(ctx context.Context, l adapters.Login, args map[string]any) (
 			protocol = best.ProtocolAddress
 		}
 	}
-	var ful struct {
-		Data struct {
-			Tx struct {
-				Function string `json:"function"`
-				Chain    any    `json:"chain"`
-				To       string `json:"to"`
-				Value    any    `json:"value"`
-				Input    struct {
-					Parameters map[string]any `json:"parameters"`
-				} `json:"input_data"`
-			} `json:"transaction"`
-		} `json:"fulfillment_data"`
-	}
+	var ful fulfillment
 	req := map[string]any{"offer": map[string]any{"hash": hash, "chain": e.chain.Name, "protocol_address": protocol}, "fulfiller": map[string]any{"address": e.from.Hex()},
 		"consideration": map[string]any{"asset_contract_address": nft.Hex(), "token_id": id.String()}}
 	if err := o.post(ctx, "/api/v2/offers/fulfillment_data", "the offer's fulfillment", req, &ful); err != nil {

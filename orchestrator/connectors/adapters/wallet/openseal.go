@@ -169,15 +169,8 @@ func (e *evm) counter(ctx context.Context) (*big.Int, error) {
 // openseaList answers opensea_list: an NFT the wallet owns listed for the native coin, the
 // collection's required fees taken from the price, the order signed (EIP-712) and posted.
 func openseaList(ctx context.Context, l adapters.Login, args map[string]any) (string, error) {
-	e, err := openEVM(l, adapters.Str(args, "chain"))
+	e, o, err := openOpenSea(ctx, l, args)
 	if err != nil {
-		return "", err
-	}
-	o, err := newOpenSea(l)
-	if err != nil {
-		return "", err
-	}
-	if err := e.checkChainID(ctx); err != nil {
 		return "", err
 	}
 	if c := adapters.StrOr(args, "currency", e.chain.Symbol); !strings.EqualFold(c, e.chain.Symbol) {
