@@ -47,6 +47,27 @@ func (a asset) apiAddr() string {
 	return a.addr.Hex()
 }
 
+// openSwap opens an EVM swap's chain (its id checked against the RPC's) and reads its two assets
+// and the exact amount of from_token it spends.
+func openSwap(ctx context.Context, l adapters.Login, chain string, args map[string]any) (e *evm, from, to asset, amt *big.Int, err error) {
+	if e, err = openEVM(l, chain); err != nil {
+		return nil, asset{}, asset{}, nil, err
+	}
+	if err = e.checkChainID(ctx); err != nil {
+		return nil, asset{}, asset{}, nil, err
+	}
+	if from, err = e.asset(ctx, "from_token", adapters.Str(args, "from_token")); err != nil {
+		return nil, asset{}, asset{}, nil, err
+	}
+	if to, err = e.asset(ctx, "to_token", adapters.Str(args, "to_token")); err != nil {
+		return nil, asset{}, asset{}, nil, err
+	}
+	if amt, err = ParseAmount(adapters.Str(args, "amount"), from.decimals, false); err != nil {
+		return nil, asset{}, asset{}, nil, adapters.Invalid(provider, err.Error())
+	}
+	return e, from, to, amt, nil
+}
+
 // asset reads a token argument: the chain's native symbol, "native", the zero address or a
 // token contract.
 func (e *evm) asset(ctx context.Context, arg, s string) (asset, error) {
@@ -217,24 +238,9 @@ func swap(ctx context.Context, l adapters.Login, args map[string]any) (string, e
 	if !lifiChains[c.Name] {
 		return "", adapters.Invalid(provider, "swap runs LiFi on ethereum, polygon, base, arbitrum, bsc, optimism, hyperevm and robinhood, and Jupiter on solana; on "+c.Name+" use uniswap_swap")
 	}
-	e, err := openEVM(l, c.Name)
+	e, from, to, amt, err := openSwap(ctx, l, c.Name, args)
 	if err != nil {
 		return "", err
-	}
-	if err := e.checkChainID(ctx); err != nil {
-		return "", err
-	}
-	from, err := e.asset(ctx, "from_token", adapters.Str(args, "from_token"))
-	if err != nil {
-		return "", err
-	}
-	to, err := e.asset(ctx, "to_token", adapters.Str(args, "to_token"))
-	if err != nil {
-		return "", err
-	}
-	amt, err := ParseAmount(adapters.Str(args, "amount"), from.decimals, false)
-	if err != nil {
-		return "", adapters.Invalid(provider, err.Error())
 	}
 	base, err := l.Endpoint(provider, EndpointLiFi)
 	if err != nil {

@@ -35,24 +35,9 @@ func uniswapSwap(ctx context.Context, l adapters.Login, args map[string]any) (st
 	if err != nil {
 		return "", err
 	}
-	e, err := openEVM(l, c.Name)
+	e, from, to, amt, err := openSwap(ctx, l, c.Name, args)
 	if err != nil {
 		return "", err
-	}
-	if err := e.checkChainID(ctx); err != nil {
-		return "", err
-	}
-	from, err := e.asset(ctx, "from_token", adapters.Str(args, "from_token"))
-	if err != nil {
-		return "", err
-	}
-	to, err := e.asset(ctx, "to_token", adapters.Str(args, "to_token"))
-	if err != nil {
-		return "", err
-	}
-	amt, err := ParseAmount(adapters.Str(args, "amount"), from.decimals, false)
-	if err != nil {
-		return "", adapters.Invalid(provider, err.Error())
 	}
 	uni := adapters.HTTP{Provider: "Uniswap", Login: l, Auth: func(h http.Header) { h.Set("x-api-key", key) }}
 	post := func(path string, body any, out any) error {
