@@ -1,20 +1,16 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -275,59 +271,11 @@ func TestFileAPIRemove(t *testing.T) {
 	}
 }
 
-// peerHost makes a test host of this test's own: a network namespace joined to the host by a veth
-// pair (the host side 198.18.0.1, the peer 198.18.0.2), serving one line on a TCP port there. It
-// returns the peer's address. The test host is the test's scaffolding, not what it checks: when
-// this machine will not make one (after a few fresh tries), the test is skipped, saying why.
+// peerHost makes a test host of this test's own (sandboxtest.PeerListener on 198.18.0.0/30)
+// serving one line on a TCP port, and returns its address.
 func peerHost(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 is missing")
-	}
-	var ns string
-	var setupErr error
-	for try := 0; try < 3; try++ {
-		if ns, setupErr = makePeer(t, try); setupErr == nil {
-			break
-		}
-	}
-	if setupErr != nil {
-		links, _ := exec.Command("ip", "-br", "link").CombinedOutput()
-		t.Skipf("cannot make a test host here: %v; links: %s", setupErr, links)
-	}
-	f, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	self, err := os.Open("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	// A socket belongs to the namespace it was made in: listen from a thread inside the peer's.
-	lnc := make(chan net.Listener, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := setns(f, syscall.CLONE_NEWNET); err != nil {
-			t.Error(err)
-			lnc <- nil
-			return
-		}
-		ln, err := net.Listen("tcp", "198.18.0.2:0")
-		if err != nil {
-			t.Error(err)
-		}
-		if err := setns(self, syscall.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-		lnc <- ln
-	}()
-	ln := <-lnc
-	if ln == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := sandboxtest.PeerListener(t, 0)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -339,37 +287,6 @@ func peerHost(t *testing.T) string {
 		}
 	}()
 	return ln.Addr().String()
-}
-
-// makePeer makes the test host's namespace and veth pair, with names of its own for each try; it
-// removes them when the test ends.
-func makePeer(t *testing.T, try int) (string, error) {
-	id := fmt.Sprintf("%d%d", os.Getpid()%10000, try)
-	ns, host, peer := "guilds-peer-"+id, "gp"+id+"h", "gp"+id+"p"
-	ip := func(args ...string) error {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, bytes.TrimSpace(out))
-		}
-		return nil
-	}
-	_ = exec.Command("ip", "link", "del", host).Run()
-	_ = exec.Command("ip", "netns", "del", ns).Run()
-	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run(); exec.Command("ip", "netns", "del", ns).Run() })
-	for _, args := range [][]string{
-		{"netns", "add", ns},
-		// One command makes the pair with its peer end already in the namespace.
-		{"link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns},
-		{"addr", "add", "198.18.0.1/30", "dev", host},
-		{"link", "set", host, "up"},
-		{"-n", ns, "addr", "add", "198.18.0.2/30", "dev", peer},
-		{"-n", ns, "link", "set", peer, "up"},
-		{"-n", ns, "link", "set", "lo", "up"},
-	} {
-		if err := ip(args...); err != nil {
-			return "", err
-		}
-	}
-	return ns, nil
 }
 
 // TestUserNetwork: a sandbox with the user-mode network reaches a host beyond this one (here a

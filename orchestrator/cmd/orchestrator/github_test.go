@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -20,7 +19,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
-	"golang.org/x/sys/unix"
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // helperBins is a folder with guilds-code and guilds-git-credential: GUILDS_BIN_DIR when set,
@@ -120,7 +119,7 @@ func TestGitHubBubblewrap(t *testing.T) {
 		}
 		t.Skip("needs root and bubblewrap")
 	}
-	f := githubtest.NewOn(t, peerListener(t))
+	f := githubtest.NewOn(t, sandboxtest.PeerListener(t, 2))
 	gitHubFlow(t, f, "bubblewrap")
 }
 
@@ -243,70 +242,6 @@ cd ~/repos/api && git pull -q && git commit -q --allow-empty -m "pushed by the a
 	if gr := must(t, 200, "GET", base+"/api/guilds/"+guild+"/repositories", nil); len(gr["repositories"].([]any)) != 0 {
 		t.Fatalf("after delete %v", gr)
 	}
-}
-
-// peerListener listens on a test host of the test's own: a network namespace joined to this one
-// by a veth pair (this side 198.18.2.1, the peer 198.18.2.2), which a bubblewrap sandbox on the
-// user-mode network reaches as it would reach GitHub. A machine that will not make one skips.
-func peerListener(t *testing.T) net.Listener {
-	t.Helper()
-	id := fmt.Sprintf("%d", os.Getpid()%100000)
-	ns, host, peer := "guilds-gh-"+id, "gh"+id+"h", "gh"+id+"p"
-	ip := func(args ...string) error {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", args, err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	_ = exec.Command("ip", "link", "del", host).Run()
-	_ = exec.Command("ip", "netns", "del", ns).Run()
-	t.Cleanup(func() { exec.Command("ip", "link", "del", host).Run(); exec.Command("ip", "netns", "del", ns).Run() })
-	for _, args := range [][]string{
-		{"netns", "add", ns},
-		{"link", "add", host, "type", "veth", "peer", "name", peer, "netns", ns},
-		{"addr", "add", "198.18.2.1/30", "dev", host},
-		{"link", "set", host, "up"},
-		{"-n", ns, "addr", "add", "198.18.2.2/30", "dev", peer},
-		{"-n", ns, "link", "set", peer, "up"},
-		{"-n", ns, "link", "set", "lo", "up"},
-	} {
-		if err := ip(args...); err != nil {
-			t.Skipf("cannot make a test host here: %v", err)
-		}
-	}
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
-	self, err := os.Open("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	// A socket belongs to the namespace it was made in: listen from a thread inside the peer's.
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	rc := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			rc <- result{err: err}
-			return // the thread stays locked and ends with the goroutine
-		}
-		ln, err := net.Listen("tcp", "198.18.2.2:0")
-		if unix.Setns(int(self.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		rc <- result{ln, err}
-	}()
-	r := <-rc
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	return r.ln
 }
 
 // TestGitHubCallbackHops: through the API and the browser's hops, the setup redirect (no code)
