@@ -293,25 +293,37 @@ func scanConnection(r pgx.Row) (orchestrator.Connection, error) {
 	return c, err
 }
 
+// claimConnection takes the login of srv at owner for a Connect inside tx: a new pending row
+// (created), or the pending or disconnected one already there, locked; a connected one is
+// ECONFLICT. what names the operation in errors.
+func claimConnection(ctx context.Context, tx pgx.Tx, srv orchestrator.MCPServer, owner orchestrator.Chain, newID string, now time.Time, what string) (id string, created bool, err error) {
+	org, guild, agent := ownerColumns(owner)
+	tag, err := tx.Exec(ctx, `INSERT INTO mcp_connections (id, server_slug, scope, scope_id, org_id, guild_id, agent_id, status, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8) ON CONFLICT (server_slug, scope, scope_id) DO NOTHING`,
+		newID, srv.Slug, owner.Scope, owner.ID(), org, guild, agent, now)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", what, err)
+	}
+	var status string
+	if err := tx.QueryRow(ctx, `SELECT id, status FROM mcp_connections WHERE server_slug = $1 AND scope = $2 AND scope_id = $3 FOR UPDATE`,
+		srv.Slug, owner.Scope, owner.ID()).Scan(&id, &status); err != nil {
+		return "", false, fmt.Errorf("%s: %w", what, err)
+	}
+	if status == orchestrator.ConnConnected {
+		return "", false, orchestrator.Errorf(orchestrator.ECONFLICT, "%s already has a connected %s login (%s); delete it (DELETE /api/mcp/connections/%s) before connecting another",
+			describe(owner), srv.Name, id, id)
+	}
+	return id, tag.RowsAffected() == 1, nil
+}
+
 // Connect stores a token Connect in one transaction (see orchestrator.ConnectWrite).
 func (s *Store) Connect(ctx context.Context, w orchestrator.ConnectWrite) (orchestrator.Connection, error) {
 	var out orchestrator.Connection
 	org, guild, agent := ownerColumns(w.Owner)
-	scopeID := w.Owner.ID()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO mcp_connections (id, server_slug, scope, scope_id, org_id, guild_id, agent_id, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8) ON CONFLICT (server_slug, scope, scope_id) DO NOTHING`,
-			w.NewID, w.Server.Slug, w.Owner.Scope, scopeID, org, guild, agent, w.Now); err != nil {
-			return fmt.Errorf("connect: %w", err)
-		}
-		var id, status string
-		if err := tx.QueryRow(ctx, `SELECT id, status FROM mcp_connections WHERE server_slug = $1 AND scope = $2 AND scope_id = $3 FOR UPDATE`,
-			w.Server.Slug, w.Owner.Scope, scopeID).Scan(&id, &status); err != nil {
-			return fmt.Errorf("connect: %w", err)
-		}
-		if status == orchestrator.ConnConnected {
-			return orchestrator.Errorf(orchestrator.ECONFLICT, "%s already has a connected %s login (%s); delete it (DELETE /api/mcp/connections/%s) before connecting another",
-				describe(w.Owner), w.Server.Name, id, id)
+		id, _, err := claimConnection(ctx, tx, w.Server, w.Owner, w.NewID, w.Now, "connect")
+		if err != nil {
+			return err
 		}
 		var verified any
 		if w.Verified {
@@ -332,10 +344,9 @@ func (s *Store) Connect(ctx context.Context, w orchestrator.ConnectWrite) (orche
 		if _, err := tx.Exec(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
 			VALUES ($1, $2, 'mcp', $3, true, $4, $5, $6, $7, $8, $8)
 			ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = true, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at`,
-			w.Owner.Scope, scopeID, w.Server.Slug, id, org, guild, agent, w.Now); err != nil {
+			w.Owner.Scope, w.Owner.ID(), w.Server.Slug, id, org, guild, agent, w.Now); err != nil {
 			return fmt.Errorf("connect: enabled binding: %w", err)
 		}
-		var err error
 		out, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
 		return err
 	})

@@ -14,25 +14,12 @@ import (
 // BeginGitHub creates the pending GitHub connection at owner (or retries a pending or disconnected
 // one in place; a connected one is ECONFLICT) and stores the Connect's state, in one transaction.
 func (s *Store) BeginGitHub(ctx context.Context, srv orchestrator.MCPServer, owner orchestrator.Chain, newID string, stateHash []byte, now, expires time.Time) (string, bool, error) {
-	org, guild, agent := ownerColumns(owner)
 	var id string
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO mcp_connections (id, server_slug, scope, scope_id, org_id, guild_id, agent_id, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8) ON CONFLICT (server_slug, scope, scope_id) DO NOTHING`,
-			newID, srv.Slug, owner.Scope, owner.ID(), org, guild, agent, now)
-		if err != nil {
-			return fmt.Errorf("begin GitHub connect: %w", err)
-		}
-		created = tag.RowsAffected() == 1
-		var status string
-		if err := tx.QueryRow(ctx, `SELECT id, status FROM mcp_connections WHERE server_slug = $1 AND scope = $2 AND scope_id = $3 FOR UPDATE`,
-			srv.Slug, owner.Scope, owner.ID()).Scan(&id, &status); err != nil {
-			return fmt.Errorf("begin GitHub connect: %w", err)
-		}
-		if status == orchestrator.ConnConnected {
-			return orchestrator.Errorf(orchestrator.ECONFLICT, "%s already has a connected %s login (%s); delete it (DELETE /api/mcp/connections/%s) before connecting another",
-				describe(owner), srv.Name, id, id)
+		var err error
+		if id, created, err = claimConnection(ctx, tx, srv, owner, newID, now, "begin GitHub connect"); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO github_states (state_hash, connection_id, created, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 			stateHash, id, created, now, expires); err != nil {

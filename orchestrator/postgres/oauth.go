@@ -46,22 +46,10 @@ func (s *Store) SaveOAuthClient(ctx context.Context, c orchestrator.OAuthClient,
 // ECONFLICT.
 func (s *Store) BeginOAuth(ctx context.Context, w orchestrator.OAuthBegin) (orchestrator.Connection, error) {
 	var out orchestrator.Connection
-	org, guild, agent := ownerColumns(w.Owner)
-	scopeID := w.Owner.ID()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO mcp_connections (id, server_slug, scope, scope_id, org_id, guild_id, agent_id, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8) ON CONFLICT (server_slug, scope, scope_id) DO NOTHING`,
-			w.NewID, w.Server.Slug, w.Owner.Scope, scopeID, org, guild, agent, w.Now); err != nil {
-			return fmt.Errorf("begin OAuth login: %w", err)
-		}
-		var id, status string
-		if err := tx.QueryRow(ctx, `SELECT id, status FROM mcp_connections WHERE server_slug = $1 AND scope = $2 AND scope_id = $3 FOR UPDATE`,
-			w.Server.Slug, w.Owner.Scope, scopeID).Scan(&id, &status); err != nil {
-			return fmt.Errorf("begin OAuth login: %w", err)
-		}
-		if status == orchestrator.ConnConnected {
-			return orchestrator.Errorf(orchestrator.ECONFLICT, "%s already has a connected %s login (%s); delete it (DELETE /api/mcp/connections/%s) before connecting another",
-				describe(w.Owner), w.Server.Name, id, id)
+		id, _, err := claimConnection(ctx, tx, w.Server, w.Owner, w.NewID, w.Now, "begin OAuth login")
+		if err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM mcp_oauth_states WHERE expires_at < $1", w.Now.Add(-keepExpired)); err != nil {
 			return fmt.Errorf("begin OAuth login: drop expired states: %w", err)
@@ -71,7 +59,6 @@ func (s *Store) BeginOAuth(ctx context.Context, w orchestrator.OAuthBegin) (orch
 			w.Meta.TokenEndpoint, w.Now, w.Now.Add(orchestrator.OAuthStateTTL)); err != nil {
 			return fmt.Errorf("begin OAuth login: store the state: %w", err)
 		}
-		var err error
 		out, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
 		return err
 	})
