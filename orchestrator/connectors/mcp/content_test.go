@@ -11,23 +11,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
-func TestNamespace(t *testing.T) {
-	cases := []struct{ slug, name, want string }{
-		{"notion", "search", "notion_search"},
-		{"opensea", "get.collection", "opensea_get_collection"},
-		{"my-server", "Fetch-URL", "my_server_fetch_url"},
-		{"srv", "a b/c:d", "srv_a_b_c_d"},
-		{"srv", "café", "srv_caf_"},
-		{"srv", "ALL_CAPS_9", "srv_all_caps_9"},
-		{"srv", "\xff", "srv__"},
-	}
-	for _, c := range cases {
-		if got := Namespace(c.slug, c.name); got != c.want {
-			t.Errorf("Namespace(%q, %q) = %q, want %q", c.slug, c.name, got, c.want)
-		}
-	}
-}
-
 func TestResultText(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString(make([]byte, 68))
 	wav := base64.StdEncoding.EncodeToString(make([]byte, 1001))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
@@ -108,7 +109,7 @@ func shapeTools(log *slog.Logger, slug string, entries []json.RawMessage, more b
 			log.Warn("mcp: skipped a tool whose input schema is not a JSON Schema object", "tool", clip(t.Name, 100), "err", err)
 			continue
 		}
-		name := Namespace(slug, t.Name)
+		name := orchestrator.NamespacedTool(slug, t.Name)
 		if taken[name] {
 			base := name
 			for n := 2; taken[name]; n++ {
@@ -138,21 +139,4 @@ func checkSchema(schema json.RawMessage) error {
 		return err
 	}
 	return nil
-}
-
-// Namespace returns the name the model sees for a server's tool: "{slug}_{name}", lower-cased,
-// each character outside [a-z0-9_] replaced by "_".
-func Namespace(slug, name string) string {
-	b := make([]byte, 0, len(slug)+1+len(name))
-	for _, r := range slug + "_" + name {
-		switch {
-		case r >= 'A' && r <= 'Z':
-			b = append(b, byte(r-'A'+'a'))
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
-			b = append(b, byte(r))
-		default:
-			b = append(b, '_')
-		}
-	}
-	return string(b)
 }
