@@ -63,15 +63,7 @@ func solanaBalance(ctx context.Context, l adapters.Login, args map[string]any) (
 	var accts struct {
 		Value []struct {
 			Account struct {
-				Data struct {
-					Parsed struct {
-						Info struct {
-							TokenAmount struct {
-								Amount string `json:"amount"`
-							} `json:"tokenAmount"`
-						} `json:"info"`
-					} `json:"parsed"`
-				} `json:"data"`
+				Data tokenAccountData `json:"data"`
 			} `json:"account"`
 		} `json:"value"`
 	}

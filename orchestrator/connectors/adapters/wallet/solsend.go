@@ -101,19 +101,23 @@ func (s *sol) mintInfo(ctx context.Context, mint pubkey) (program pubkey, decima
 	return owner, *out.Value.Data.Parsed.Info.Decimals, nil
 }
 
+// tokenAccountData is a token account's data as jsonParsed encoding gives it: its balance in base
+// units.
+type tokenAccountData struct {
+	Parsed struct {
+		Info struct {
+			TokenAmount struct {
+				Amount string `json:"amount"`
+			} `json:"tokenAmount"`
+		} `json:"info"`
+	} `json:"parsed"`
+}
+
 // tokenAmount is a token account's balance in base units; false when the account does not exist.
 func (s *sol) tokenAmount(ctx context.Context, acct pubkey) (*big.Int, bool, error) {
 	var out struct {
 		Value *struct {
-			Data struct {
-				Parsed struct {
-					Info struct {
-						TokenAmount struct {
-							Amount string `json:"amount"`
-						} `json:"tokenAmount"`
-					} `json:"info"`
-				} `json:"parsed"`
-			} `json:"data"`
+			Data tokenAccountData `json:"data"`
 		} `json:"value"`
 	}
 	if err := s.rpc.call(ctx, "getAccountInfo", []any{acct.String(), map[string]any{"encoding": "jsonParsed", "commitment": "confirmed"}}, &out); err != nil {
