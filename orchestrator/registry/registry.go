@@ -109,30 +109,6 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
-// MarkSecretArgs adds argument names to a registered tool's SecretArgs.
-func (r *Registry) MarkSecretArgs(name string, args ...string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.tools[name]
-	if !ok {
-		return fmt.Errorf("mark secret arguments of %s: %w", name, ErrUnknownTool)
-	}
-	e.tool.SecretArgs = append(append([]string(nil), e.tool.SecretArgs...), args...)
-	return nil
-}
-
-// MarkTransactional sets a registered tool's Transactional.
-func (r *Registry) MarkTransactional(name string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.tools[name]
-	if !ok {
-		return fmt.Errorf("mark %s transactional: %w", name, ErrUnknownTool)
-	}
-	e.tool.Transactional = true
-	return nil
-}
-
 // MustRegister is Register for package-level wiring; it panics on error.
 func (r *Registry) MustRegister(t Tool) {
 	if err := r.Register(t); err != nil {

@@ -44,10 +44,7 @@ func TestTransactionalCalls(t *testing.T) {
 	}
 	schema := json.RawMessage(`{"type":"object","properties":{"org":{"type":"string","description":"id"}}}`)
 	for name, h := range map[string]registry.Handler{"jot": write(false, false), "jot_fail": write(true, false), "jot_spoil": write(false, true)} {
-		reg.MustRegister(registry.Tool{Name: name, Family: orchestrator.FamilyAlways, Description: "Writes an org.", Schema: schema, Handler: h})
-		if err := reg.MarkTransactional(name); err != nil {
-			t.Fatal(err)
-		}
+		reg.MustRegister(registry.Tool{Name: name, Family: orchestrator.FamilyAlways, Description: "Writes an org.", Schema: schema, Handler: h, Transactional: true})
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
 	now := time.Now().UTC()

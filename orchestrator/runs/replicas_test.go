@@ -3,6 +3,8 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 )
 
 // TestReplicasShareOneDatabase: two orchestrator processes on one database. A's running call is
@@ -99,5 +102,62 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	stored, err := store.GetClientCall(ctx, run.ID, "toolu_02")
 	if err != nil || stored.Status != orchestrator.CallInterrupted {
 		t.Fatalf("A's call after its restart: %+v %v", stored, err)
+	}
+}
+
+// TestSecretArgsMaskedBeforeTheToolRuns: a tool's SecretArgs (secret_store's value) are masked in
+// the call's started record, which is written before the handler runs; the registered
+// secret_store declares its value so.
+func TestSecretArgsMaskedBeforeTheToolRuns(t *testing.T) {
+	ctx := context.Background()
+	store := postgres.NewStore(pgtest.NewDB(t))
+	running, release := make(chan struct{}), make(chan struct{})
+	reg := registry.New()
+	reg.MustRegister(registry.Tool{Name: "keep", Family: orchestrator.FamilyAlways, Description: "Keeps a value.",
+		Schema:     json.RawMessage(`{"type":"object","properties":{"value":{"type":"string","description":"the secret"}}}`),
+		SecretArgs: []string{"value"},
+		Handler: func(context.Context, *registry.Call) (string, error) {
+			close(running)
+			<-release
+			return "kept", nil
+		}})
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
+	now := time.Now().UTC()
+	for _, err := range []error{
+		store.CreateOrg(ctx, orchestrator.Org{ID: "org_s", Name: "s", CreatedAt: now}),
+		store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_s", OrgID: "org_s", Name: "g", CreatedAt: now}),
+		store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_s", GuildID: "gld_s", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := svc.StartRun(ctx, "agt_s", runs.StartRequest{Kind: orchestrator.KindDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const value = "sk_live_masked_before_it_runs_42"
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.Call(ctx, run.ID, runs.CallRequest{Name: "keep", CallID: "toolu_s", Arguments: json.RawMessage(`{"value":"` + value + `"}`)})
+		done <- err
+	}()
+	<-running
+	started, err := store.GetClientCall(ctx, run.ID, "toolu_s")
+	close(release)
+	if err != nil || started.Status != orchestrator.CallStarted || strings.Contains(string(started.Arguments), value) || !strings.Contains(string(started.Arguments), "value") {
+		t.Fatalf("the started record: %+v %v", started, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	all := registry.New()
+	if err := (&secrets.Service{Store: store}).Register(all); err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := all.Get("secret_store")
+	if !slices.Contains(tool.SecretArgs, "value") || !tool.Transactional {
+		t.Fatalf("secret_store declares SecretArgs %v, transactional %v", tool.SecretArgs, tool.Transactional)
 	}
 }

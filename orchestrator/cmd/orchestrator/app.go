@@ -268,18 +268,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := sec.Register(reg); err != nil {
 		return fmt.Errorf("register secret tools: %w", err)
 	}
-	// secret_store's value is masked in the call's record, which is written before the tool runs.
-	if err := reg.MarkSecretArgs("secret_store", "value"); err != nil {
-		return err
-	}
 	web := search.FromEnv(cfg.Getenv)
 	if err := web.Register(reg); err != nil {
 		return err
 	}
 	gate := &githubGate{Policy: policy, app: gh} // the bindings' offer and state, with GitHub's generation start
-	if err := markTransactional(reg); err != nil {
-		return err
-	}
 	svc := &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
 		Offer:   gate,
@@ -354,27 +347,6 @@ func (h health) DatabaseErr(ctx context.Context, cause error) error { return h.d
 func (h health) SandboxErr() error {
 	if u, ok := h.box.(sandbox.Unavailable); ok {
 		return u.Err
-	}
-	return nil
-}
-
-// transactionalTools are the native tools that write only to the orchestrator's database. Their
-// reads are not listed: a read needs no transaction, and record queries take a connection of their
-// own, which a call holding one for its transaction must not wait for.
-var transactionalTools = []string{"note_write", "note_delete", "record_add", "record_update", "record_remove",
-	"memory_write", "schedule_create_cron", "schedule_create_window", "schedule_delete", "schedule_pause",
-	"schedule_resume", "secret_store", "secret_request", "group_post", "report_issue"}
-
-// markTransactional marks those of transactionalTools that are registered: their writes and their
-// call's completion share one transaction, and a failed call's writes are rolled back.
-func markTransactional(reg *registry.Registry) error {
-	for _, name := range transactionalTools {
-		if _, ok := reg.Get(name); !ok {
-			continue
-		}
-		if err := reg.MarkTransactional(name); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -36,8 +36,9 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		Schema: json.RawMessage(`{"type":"object","properties":{
 "text":{"type":"string","description":"the message, markdown, at most 4000 characters"}},
 "required":["text"],"additionalProperties":false}`),
-		Handler: t.post,
-		Family:  orchestrator.FamilyGroup,
+		Handler:       t.post,
+		Family:        orchestrator.FamilyGroup,
+		Transactional: true, // it writes only to the database
 	})
 	if err != nil {
 		return fmt.Errorf("register group_post: %w", err)

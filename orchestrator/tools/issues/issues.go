@@ -36,9 +36,10 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		Description: "Report a problem with your tools to the operators of your guild: a tool that failed (tool_failure), " +
 			"a result cut short (truncated), an external API that misbehaved (api), or anything else (other). " +
 			"Say what you called, what happened and what you expected.",
-		Schema:  json.RawMessage(schema),
-		Handler: t.report,
-		Family:  orchestrator.FamilyAlways,
+		Schema:        json.RawMessage(schema),
+		Handler:       t.report,
+		Family:        orchestrator.FamilyAlways,
+		Transactional: true, // it writes only to the database
 	})
 	if err != nil {
 		return fmt.Errorf("register report_issue: %w", err)

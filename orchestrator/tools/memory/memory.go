@@ -40,8 +40,9 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		Schema: json.RawMessage(`{"type":"object","properties":{
 "content":{"type":"string","description":"the whole new memory, Markdown"}},
 "required":["content"],"additionalProperties":false}`),
-		Handler: t.write,
-		Family:  orchestrator.FamilyMemory,
+		Handler:       t.write,
+		Family:        orchestrator.FamilyMemory,
+		Transactional: true, // it writes only to the database
 	})
 	if err != nil {
 		return fmt.Errorf("register memory_write: %w", err)

@@ -54,9 +54,9 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		{Name: "note_get", Description: "Read one note by its display path, level/key (for example agent/todo.md, guild/plan.md, org/policy.md).",
 			Schema: json.RawMessage(getSchema), Handler: t.get},
 		{Name: "note_write", Description: "Write a Markdown note, replacing the note with the same level and key. level is agent (yours), guild (shared with your guild) or org (shared with the organisation). key is the .md file name; notes have no folders.",
-			Schema: json.RawMessage(writeSchema), Handler: t.write},
+			Schema: json.RawMessage(writeSchema), Handler: t.write, Transactional: true},
 		{Name: "note_delete", Description: "Delete one note by its display path, level/key.",
-			Schema: json.RawMessage(deleteSchema), Handler: t.delete},
+			Schema: json.RawMessage(deleteSchema), Handler: t.delete, Transactional: true},
 	} {
 		tool.Family = orchestrator.FamilyNotes
 		if err := reg.Register(tool); err != nil {

@@ -53,11 +53,11 @@ func (t *Tools) Register(reg *registry.Registry) error {
 		{Name: "record_list", Description: "List the records of one collection, newest change first: where narrows (" + whereHelp + "); since lists changes after an ISO timestamp, oldest first; order sorts by a column, id, created_at or updated_at. Answers {total, records}; limit default 20, at most 100, offset pages.",
 			Schema: json.RawMessage(listSchema), Handler: t.list},
 		{Name: "record_add", Description: "Add a record to a collection: body holds the declared columns (required ones included). Every value is checked and every problem reported at once. When the collection's unique column matches a live record, the body is merged into that record instead. Answers {record}.",
-			Schema: json.RawMessage(addSchema), Handler: t.add},
+			Schema: json.RawMessage(addSchema), Handler: t.add, Transactional: true},
 		{Name: "record_update", Description: "Change a record: body holds only the columns that change; null clears an optional column. Answers {record, warnings?}.",
-			Schema: json.RawMessage(updateSchema), Handler: t.update},
+			Schema: json.RawMessage(updateSchema), Handler: t.update, Transactional: true},
 		{Name: "record_remove", Description: "Remove a record by id. Answers {removed}.",
-			Schema: json.RawMessage(removeSchema), Handler: t.remove},
+			Schema: json.RawMessage(removeSchema), Handler: t.remove, Transactional: true},
 	} {
 		tool.Family = orchestrator.FamilyRecords
 		if err := reg.Register(tool); err != nil {

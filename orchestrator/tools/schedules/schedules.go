@@ -75,13 +75,13 @@ func NextAfter(sc orchestrator.Schedule, t time.Time) (*time.Time, error) {
 func (t *Tools) Register(reg *registry.Registry) error {
 	for _, tool := range []registry.Tool{
 		{Name: "schedule_create_cron", Description: "Wake yourself up on a cron schedule: five fields (minute hour day month weekday), in UTC; consecutive wake-ups must be at least 5 minutes apart. Each wake-up starts a run carrying instruction.",
-			Schema: json.RawMessage(cronSchema), Handler: t.createCron},
+			Schema: json.RawMessage(cronSchema), Handler: t.createCron, Transactional: true},
 		{Name: "schedule_create_window", Description: "Wake yourself up max_wakes times a day at random times between start and end (local HH:MM in timezone), at least 5 minutes apart. Each wake-up starts a run carrying instruction.",
-			Schema: json.RawMessage(windowSchema), Handler: t.createWindow},
+			Schema: json.RawMessage(windowSchema), Handler: t.createWindow, Transactional: true},
 		{Name: "schedule_list", Description: "List your schedules with their state and next wake-up.", Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), Handler: t.list},
-		{Name: "schedule_pause", Description: "Pause one of your schedules: it stops firing until resumed.", Schema: json.RawMessage(idSchema), Handler: t.pause},
-		{Name: "schedule_resume", Description: "Resume a paused schedule; its next wake-up is computed from now.", Schema: json.RawMessage(idSchema), Handler: t.resume},
-		{Name: "schedule_delete", Description: "Delete one of your schedules.", Schema: json.RawMessage(idSchema), Handler: t.delete},
+		{Name: "schedule_pause", Description: "Pause one of your schedules: it stops firing until resumed.", Schema: json.RawMessage(idSchema), Handler: t.pause, Transactional: true},
+		{Name: "schedule_resume", Description: "Resume a paused schedule; its next wake-up is computed from now.", Schema: json.RawMessage(idSchema), Handler: t.resume, Transactional: true},
+		{Name: "schedule_delete", Description: "Delete one of your schedules.", Schema: json.RawMessage(idSchema), Handler: t.delete, Transactional: true},
 	} {
 		tool.Family = orchestrator.FamilySchedules
 		if err := reg.Register(tool); err != nil {

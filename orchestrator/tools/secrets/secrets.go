@@ -256,10 +256,10 @@ func (s *Service) Register(reg *registry.Registry) error {
 		{Name: "secret_store", Description: "Save a value you produced (an API key, a token, a password) as a secret granted to you. " +
 			"The value is encrypted at rest and redacted from every tool result from now on; no tool shows it back. " +
 			"Your shell and script_run commands get it as an environment variable of its name (e.g. $SERVICE_API_KEY).",
-			Schema: json.RawMessage(storeSchema), Handler: s.store},
+			Schema: json.RawMessage(storeSchema), Handler: s.store, Transactional: true, SecretArgs: []string{"value"}},
 		{Name: "secret_request", Description: "Ask the operator to give you a secret you need (for example an API key). " +
 			"Name it and say why; once the operator stores it, your shell and script_run commands get it as an environment variable of that name (e.g. $STRIPE_API_KEY).",
-			Schema: json.RawMessage(requestSchema), Handler: s.request},
+			Schema: json.RawMessage(requestSchema), Handler: s.request, Transactional: true},
 	} {
 		tool.Family = orchestrator.FamilySecrets
 		if err := reg.Register(tool); err != nil {
