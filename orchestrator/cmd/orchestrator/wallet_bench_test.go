@@ -27,23 +27,7 @@ func BenchmarkWalletThroughAPI(b *testing.B) {
 	must(b, 200, "PUT", w.api+"/api/bindings", map[string]any{"scope": "org", "scope_id": w.org, "catalog_kind": "mcp_tool", "catalog_id": "wallet_send", "enabled": true})
 	run := must(b, 201, "POST", w.api+"/api/agents/"+w.agent+"/runs", map[string]any{"kind": "direct", "tool_call_budget": 100000})["id"].(string)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-	post := func(body []byte, want string) func() string {
-		return func() string {
-			req, _ := http.NewRequest("POST", w.api+"/api/runs/"+run+"/calls", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := hc.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !bytes.Contains(out, []byte(want)) || bytes.Contains(out, []byte(`ERROR:`)) {
-				b.Fatalf("call: %d %s", resp.StatusCode, out)
-			}
-			return string(out)
-		}
-	}
+	post := callPoster(b, hc, w.api, run)
 	nativeCall := post([]byte(`{"name":"note_find","arguments":{}}`), "remaining_tool_calls")
 	rpcURL := w.node.Proxy + "/eth/" + walletAlchemyKey
 	direct := func(calls ...string) func() {
