@@ -1,0 +1,619 @@
+package graph
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
+	dir := path.Dir(f.Path)
+	inPkg := func(d, pkg string) func(SymID) bool {
+		return func(id SymID) bool {
+			o := g.Files[id.F]
+			return o.Lang == "go" && path.Dir(o.Path) == d && (pkg == "" || o.Pkg == pkg || strings.TrimSuffix(o.Pkg, "_test") == pkg)
+		}
+	}
+	topLevel := func(id SymID) bool { return g.Sym(id).Container == "" }
+	if r.Recv == "" {
+		out := filter(cands, func(id SymID) bool {
+			o := g.Files[id.F]
+			return topLevel(id) && o.Lang == "go" && path.Dir(o.Path) == dir && o.Pkg == f.Pkg
+		})
+		if len(out) == 0 {
+			// A dot import brings another package's names into the file's scope.
+			for _, im := range f.Imps() {
+				if im.Alias == "." {
+					for _, d := range g.goImportDirs(im.Path) {
+						out = append(out, filter(cands, func(id SymID) bool { return topLevel(id) && inPkg(d, g.goPkgName(d))(id) })...)
+					}
+				}
+			}
+		}
+		return out, Typed
+	}
+	recv := r.Recv
+	if isIdent(recv) {
+		if dirs, ok := g.goImport(f, recv); ok {
+			var out []SymID
+			for _, d := range dirs {
+				out = append(out, filter(cands, func(id SymID) bool { return topLevel(id) && inPkg(d, g.goPkgName(d))(id) })...)
+			}
+			return out, Typed
+		}
+	}
+	// A receiver whose type the syntax gives calls that type's method; through an interface, the
+	// interface's and its implementations'; for another type from outside the repository, nothing.
+	t, ok := g.goExprType(f, r.From, recv, 0)
+	if !ok && r.Name == "Error" && (recv == "err" || strings.HasSuffix(recv, "err") || strings.HasSuffix(recv, "Err")) {
+		// An error value whose type the syntax leaves out is an error.
+		t, ok = goType{name: "error"}, true
+	}
+	if ok {
+		if t.dir == "" {
+			if t.name == "error" && t.ext == "" && r.Name == "Error" || goStdInterfaces[t.ext] {
+				impls := filter(cands, func(id SymID) bool {
+					s := g.Sym(id)
+					return s.Kind == KindMethod && s.Container != "" && g.goSees(f, id) && (r.Name != "Error" || strings.Contains(s.Sig, "Error() string"))
+				})
+				if len(impls) > 0 {
+					return impls, ViaInterface
+				}
+			}
+			return nil, Typed
+		}
+		if out := filter(cands, func(id SymID) bool {
+			return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
+		}); len(out) > 0 {
+			if g.InInterface(out[0]) {
+				return append(out, g.goImplementations(f, out[0], cands)...), ViaInterface
+			}
+			return out, Typed
+		}
+	}
+	methods := filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod })
+	// A value of a type the file's package declares is likelier than one it imports, which is likelier
+	// than one it cannot name: the methods of its own package first, then of imported ones.
+	if own := filter(methods, func(id SymID) bool { o := g.Files[id.F]; return path.Dir(o.Path) == dir && o.Pkg == f.Pkg }); len(own) > 0 {
+		methods = own
+	} else if seen := filter(methods, func(id SymID) bool { return g.goSees(f, id) }); len(seen) > 0 {
+		methods = seen
+	}
+	ids, byName := byNameOnly(methods)
+	if byName {
+		return ids, ByName
+	}
+	return ids, Typed
+}
+
+// goSees reports whether a call in file f may reach method id through an interface: id's package is
+// f's or one f imports (a type f's package cannot name reaches it only through others' calls).
+func (g *Graph) goSees(f *File, id SymID) bool {
+	dir := path.Dir(g.Files[id.F].Path)
+	if dir == path.Dir(f.Path) {
+		return true
+	}
+	g.goImport(f, "") // fills the file's import map
+	for _, dirs := range g.index().goAliases[f] {
+		for _, d := range dirs {
+			if d == dir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// goImplementations lists the methods among cands, of types that call site file f's package can
+// see (goSees), that have every method the interface declaring im declares (by name: the syntax
+// does not give full method sets).
+func (g *Graph) goImplementations(f *File, im SymID, cands []SymID) []SymID {
+	decl := g.Files[im.F]
+	iface := decl.Syms()[g.Sym(im).Parent]
+	var names []string
+	for i := range decl.Syms() {
+		if s := &decl.Syms()[i]; s.Parent == g.Sym(im).Parent && s.Kind == KindMethod {
+			names = append(names, s.Name)
+		}
+	}
+	var out []SymID
+	for _, id := range cands {
+		c := g.Sym(id)
+		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) || !g.goSees(f, id) {
+			continue
+		}
+		dir := path.Dir(g.Files[id.F].Path)
+		has := func(n string) bool {
+			for _, m := range g.Named(n) {
+				if g.Sym(m).Container == c.Container && path.Dir(g.Files[m.F].Path) == dir {
+					return true
+				}
+			}
+			return false
+		}
+		all := true
+		for _, n := range names {
+			if !has(n) {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// goType is a Go type named in the syntax: the folder of the package that declares it ("" for a
+// type from outside the repository or a predeclared one) and its name.
+type goType struct {
+	dir, name string
+	ext       string // for a type from outside the repository, its import path and name ("fmt.Stringer")
+}
+
+// goStdInterfaces are interfaces of Go's standard library whose methods the repository's types
+// commonly implement: a call on one reaches those methods.
+var goStdInterfaces = map[string]bool{"fmt.Stringer": true, "fmt.Formatter": true, "fmt.GoStringer": true, "io.Reader": true,
+	"io.Writer": true, "io.Closer": true, "io.ReadCloser": true, "io.WriteCloser": true, "io.ReadWriter": true,
+	"io.ReadWriteCloser": true, "io.ReaderAt": true, "io.WriterTo": true, "io.ReaderFrom": true, "sort.Interface": true,
+	"flag.Value": true, "encoding.TextMarshaler": true, "encoding.TextUnmarshaler": true, "encoding/json.Marshaler": true,
+	"encoding/json.Unmarshaler": true, "io/fs.File": true, "io/fs.FileInfo": true, "io/fs.DirEntry": true, "os.FileInfo": true,
+	"net/http.Handler": true, "hash.Hash": true}
+
+// goExprType is the type of a receiver expression as the syntax gives it: a typed local, a field
+// of one, a call's declared result, a conversion. ok is false when the syntax does not say.
+func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType, bool) {
+	if depth > 4 || expr == "" {
+		return goType{}, false
+	}
+	expr = strings.TrimSpace(expr)
+	if strings.HasSuffix(expr, ")") {
+		// A call: f(...), pkg.F(...), x.M(...), T(...).
+		open := matchingParen(expr)
+		if open <= 0 {
+			return goType{}, false
+		}
+		return g.goCallType(f, from, expr[:open], depth)
+	}
+	if isIdent(expr) {
+		if typ := localType(f, from, expr); strings.HasPrefix(typ, "range ") {
+			df, over, ok := g.goTypeText(f, from, strings.TrimPrefix(typ, "range "), depth+1)
+			if el := goElem(over); ok && el != "" {
+				return g.goTypeNamed(df, el)
+			}
+			return goType{}, false
+		}
+		if typ := g.goLocalType(f, from, expr); typ != "" {
+			if strings.HasSuffix(typ, "()") {
+				return g.goCallType(f, from, strings.TrimSuffix(typ, "()"), depth+1)
+			}
+			return g.goTypeNamed(f, typ)
+		}
+		return goType{}, false
+	}
+	i := strings.LastIndexByte(expr, '.')
+	if i <= 0 || !isIdent(expr[i+1:]) {
+		return goType{}, false
+	}
+	a, b := expr[:i], expr[i+1:]
+	// A field: s.cache with s *Store and Store's field cache *Cache; s.db.pool a field of a field.
+	t, ok := g.goExprType(f, from, a, depth+1)
+	if !ok || t.dir == "" {
+		return goType{}, false
+	}
+	if sf, ft := g.goFieldType(t.dir, t.name, b); ft != "" {
+		return g.goTypeNamed(sf, ft)
+	}
+	return goType{}, false
+}
+
+// goTypeText is the type of a typed local or of a field of one as written where it is declared
+// (slices and maps included), and the file declaring it.
+func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, string, bool) {
+	expr = strings.TrimSpace(expr)
+	if depth > 4 {
+		return nil, "", false
+	}
+	if isIdent(expr) {
+		if typ := localType(f, from, expr); typ != "" && !strings.HasSuffix(typ, "()") && !strings.HasPrefix(typ, "range ") {
+			return f, typ, true
+		}
+		return nil, "", false
+	}
+	i := strings.LastIndexByte(expr, '.')
+	if i <= 0 || !isIdent(expr[i+1:]) {
+		return nil, "", false
+	}
+	t, ok := g.goExprType(f, from, expr[:i], depth+1)
+	if !ok || t.dir == "" {
+		return nil, "", false
+	}
+	sf, ft := g.goFieldType(t.dir, t.name, expr[i+1:])
+	return sf, ft, ft != ""
+}
+
+// goElem is the element type of a slice, array, map (its values) or channel type as written, or "".
+func goElem(t string) string {
+	t = strings.TrimPrefix(strings.TrimSpace(t), "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return t[2:]
+	case strings.HasPrefix(t, "["):
+		if i := strings.IndexByte(t, ']'); i > 0 {
+			return t[i+1:]
+		}
+	case strings.HasPrefix(t, "map["):
+		if i := matchingClose(t[3:]); i > 0 {
+			return t[3+i+1:]
+		}
+	case strings.HasPrefix(t, "chan "), strings.HasPrefix(t, "<-chan "):
+		return t[strings.IndexByte(t, ' ')+1:]
+	}
+	return ""
+}
+
+// goCallType is the type a call of callee returns: a function's or method's first declared result,
+// or the type itself for a conversion.
+func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goType, bool) {
+	dir := path.Dir(f.Path)
+	var decl []SymID // the definitions callee may name
+	name := callee
+	if i := strings.LastIndexByte(callee, '.'); i > 0 && isIdent(callee[i+1:]) {
+		q, n := callee[:i], callee[i+1:]
+		name = n
+		dirs, isImport := []string(nil), false
+		if isIdent(q) {
+			dirs, isImport = g.goImport(f, q)
+		}
+		if isImport {
+			if len(dirs) == 0 {
+				return goType{}, true // a call into a package outside the repository
+			}
+			decl = filter(g.Named(n), func(id SymID) bool { return g.Sym(id).Container == "" && path.Dir(g.Files[id.F].Path) == dirs[0] })
+		} else if t, ok := g.goExprType(f, from, q, depth+1); ok {
+			if t.dir == "" {
+				return goType{}, true
+			}
+			decl = filter(g.Named(n), func(id SymID) bool {
+				return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
+			})
+		} else {
+			return goType{}, false
+		}
+	} else if isIdent(callee) {
+		decl = filter(g.Named(callee), func(id SymID) bool {
+			o := g.Files[id.F]
+			return g.Sym(id).Container == "" && o.Lang == "go" && path.Dir(o.Path) == dir
+		})
+		if len(decl) == 0 && goPredeclared[callee] {
+			return goType{}, true
+		}
+	} else {
+		return goType{}, false
+	}
+	if len(decl) != 1 {
+		return goType{}, false
+	}
+	s, df := g.Sym(decl[0]), g.Files[decl[0].F]
+	if s.Kind.TypeLike() {
+		return goType{dir: path.Dir(df.Path), name: name}, true
+	}
+	if res := goFirstResult(s.Sig); res != "" {
+		return g.goTypeNamed(df, res)
+	}
+	return goType{}, false
+}
+
+// goTypeNamed resolves a type as written in file f (T, *T, pkg.T, T[X]).
+func (g *Graph) goTypeNamed(f *File, typ string) (goType, bool) {
+	typ = strings.TrimPrefix(strings.TrimSpace(typ), "*")
+	if i := strings.IndexByte(typ, '['); i > 0 {
+		typ = typ[:i]
+	}
+	if q, n, ok := strings.Cut(typ, "."); ok {
+		dirs, ok := g.goImport(f, q)
+		if !ok {
+			return goType{}, false
+		}
+		if len(dirs) == 0 {
+			ext := n
+			for _, im := range f.Imps() {
+				if im.Alias == q || im.Alias == "" && goDefaultName(im.Path) == q {
+					ext = im.Path + "." + n
+					break
+				}
+			}
+			return goType{name: n, ext: ext}, true
+		}
+		return goType{dir: dirs[0], name: n}, true
+	}
+	if !isIdent(typ) {
+		return goType{}, false
+	}
+	dir := path.Dir(f.Path)
+	for _, id := range g.Named(typ) {
+		if s := g.Sym(id); s.Kind.TypeLike() && s.Container == "" && path.Dir(g.Files[id.F].Path) == dir {
+			return goType{dir: dir, name: typ}, true
+		}
+	}
+	if goPredeclared[typ] {
+		return goType{name: typ}, true
+	}
+	return goType{}, false
+}
+
+// goPredeclared are Go's predeclared types and the builtins that return one.
+var goPredeclared = map[string]bool{"bool": true, "byte": true, "complex64": true, "complex128": true, "error": true,
+	"float32": true, "float64": true, "int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true,
+	"string": true, "uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true, "any": true,
+	"len": true, "cap": true, "append": true, "make": true, "complex": true, "real": true, "imag": true, "min": true, "max": true}
+
+// goFirstResult is the first result type of a function signature ("func (r T) F(a int) (*X, error)" → "*X").
+func goFirstResult(sig string) string {
+	rest := strings.TrimPrefix(sig, "func")
+	rest = strings.TrimSpace(rest)
+	if strings.HasPrefix(rest, "(") { // the receiver
+		i := matchingClose(rest)
+		if i < 0 {
+			return ""
+		}
+		rest = strings.TrimSpace(rest[i+1:])
+	}
+	i := strings.IndexByte(rest, '(')
+	if i < 0 {
+		return ""
+	}
+	if j := strings.IndexByte(rest[:i], '['); j >= 0 { // type parameters
+		k := strings.IndexByte(rest, ']')
+		if k < 0 {
+			return ""
+		}
+		i = strings.IndexByte(rest[k:], '(')
+		if i < 0 {
+			return ""
+		}
+		i += k
+	}
+	end := matchingClose(rest[i:])
+	if end < 0 {
+		return ""
+	}
+	res := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest[i+end+1:]), "{"))
+	if strings.HasPrefix(res, "(") {
+		res = strings.TrimPrefix(res, "(")
+		if k := strings.IndexAny(res, ",)"); k >= 0 {
+			res = res[:k]
+		}
+		if fs := strings.Fields(res); len(fs) == 2 { // a named result
+			res = fs[1]
+		}
+	}
+	res = strings.TrimSpace(res)
+	if strings.ContainsAny(res, " ({") {
+		return ""
+	}
+	return res
+}
+
+// matchingClose is the index of the bracket closing the one s starts with, or -1.
+func matchingClose(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// matchingParen is the index of the "(" that the ")" ending s closes, or -1.
+func matchingParen(s string) int {
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')', ']', '}':
+			depth++
+		case '(', '[', '{':
+			depth--
+			if depth == 0 {
+				if s[i] != '(' {
+					return -1
+				}
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// goFieldType is the declared type of field name of struct typ in folder dir, and the file declaring it.
+func (g *Graph) goFieldType(dir, typ, name string) (*File, string) {
+	for _, id := range g.Named(typ) {
+		f := g.Files[id.F]
+		s := g.Sym(id)
+		if f.Lang != "go" || path.Dir(f.Path) != dir || s.Kind != KindStruct {
+			continue
+		}
+		for _, l := range s.Locals {
+			if l.Name == name {
+				return f, l.Type
+			}
+		}
+	}
+	return nil, ""
+}
+
+// goLocalType is the type the syntax gives to identifier name inside symbol from (receiver, parameters, literals).
+func (g *Graph) goLocalType(f *File, from int32, name string) string {
+	for s := from; s >= 0; s = f.Syms()[s].Parent {
+		for _, l := range f.Syms()[s].Locals {
+			if l.Name == name {
+				t := l.Type
+				if i := strings.IndexByte(t, '['); i > 0 {
+					t = t[:i]
+				}
+				return strings.TrimPrefix(t, "*")
+			}
+		}
+	}
+	return ""
+}
+
+// goImport finds the import bound to name in f and the repository folders it maps to; ok is false
+// when name is not an import (ok with no folders means an import from outside the repository).
+func (g *Graph) goImport(f *File, name string) ([]string, bool) {
+	ix := g.index()
+	if ix.goAliases == nil {
+		ix.goAliases = map[*File]map[string][]string{}
+	}
+	m, ok := ix.goAliases[f]
+	if !ok {
+		m = g.goAliasMap(f)
+		ix.goAliases[f] = m
+	}
+	dirs, ok := m[name]
+	return dirs, ok
+}
+
+// goAliasMap binds each import's local name in f to the repository folders it maps to.
+func (g *Graph) goAliasMap(f *File) map[string][]string {
+	m := make(map[string][]string, len(f.Imps()))
+	for _, im := range f.Imps() {
+		dirs := g.goImportDirs(im.Path)
+		alias := im.Alias
+		if alias == "" {
+			if len(dirs) > 0 {
+				alias = g.goPkgName(dirs[0])
+			}
+			if alias == "" {
+				alias = goDefaultName(im.Path)
+			}
+		}
+		if _, dup := m[alias]; !dup {
+			m[alias] = dirs
+		}
+	}
+	return m
+}
+
+func goDefaultName(p string) string {
+	base := path.Base(p)
+	if len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" {
+		base = path.Base(path.Dir(p))
+	}
+	base = strings.TrimPrefix(base, "go-")
+	base = strings.TrimSuffix(base, ".go")
+	return strings.ReplaceAll(base, "-", "_")
+}
+
+// goImportDirs maps a Go import path to the repository folder holding that package: the root
+// module's path, a folder named like the path, or the folder whose module (the go.mod above it,
+// nested modules included) and place give that path. An import path naming a folder by its last
+// segments only, with no go.mod above it, maps when it names at least two of them.
+func (g *Graph) goImportDirs(imp string) []string {
+	ix := g.index()
+	if dirs, ok := ix.imports[imp]; ok {
+		return dirs
+	}
+	var out []string
+	var d string
+	switch {
+	case ix.module != "" && imp == ix.module:
+		d = "."
+	case ix.module != "" && strings.HasPrefix(imp, ix.module+"/"):
+		d = imp[len(ix.module)+1:]
+	default:
+		d = imp
+	}
+	if _, ok := ix.dirs[d]; ok {
+		out = []string{d}
+	} else {
+		segs := strings.Split(imp, "/")
+		for k := 1; k < len(segs) && out == nil; k++ {
+			cand := strings.Join(segs[k:], "/")
+			if _, ok := ix.dirs[cand]; !ok {
+				continue
+			}
+			modDir, mod := g.goModuleOf(cand)
+			switch {
+			case mod != "":
+				want := mod
+				if cand != modDir {
+					rel := cand
+					if modDir != "." {
+						rel = strings.TrimPrefix(cand, modDir+"/")
+					}
+					want = mod + "/" + rel
+				}
+				if want == imp {
+					out = []string{cand}
+				}
+			case len(segs)-k >= 2:
+				out = []string{cand}
+			}
+		}
+	}
+	if ix.imports == nil {
+		ix.imports = map[string][]string{}
+	}
+	ix.imports[imp] = out
+	return out
+}
+
+// goModuleOf finds the go.mod nearest above folder dir (dir itself included): its folder and module
+// path, or "" when there is none up to the repository root.
+func (g *Graph) goModuleOf(dir string) (string, string) {
+	ix := g.index()
+	if ix.modules == nil {
+		ix.modules = map[string][2]string{}
+	}
+	for d := dir; ; d = path.Dir(d) {
+		if m, ok := ix.modules[d]; ok {
+			return m[0], m[1]
+		}
+		if b, err := os.ReadFile(filepath.Join(g.Root, filepath.FromSlash(d), "go.mod")); err == nil {
+			mod := ""
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+					mod = strings.Trim(f[1], `"`)
+					break
+				}
+			}
+			ix.modules[d] = [2]string{d, mod}
+			return d, mod
+		}
+		if d == "." || d == "/" || d == "" {
+			ix.modules[dir] = [2]string{}
+			return "", ""
+		}
+	}
+}
+
+// goPkgName is the package declared by a folder's non-test files.
+func (g *Graph) goPkgName(dir string) string {
+	ix := g.index()
+	if n, ok := ix.pkgNames[dir]; ok {
+		return n
+	}
+	name := ""
+	for _, fi := range ix.dirs[dir] {
+		f := g.Files[fi]
+		if f.Lang == "go" && f.Pkg != "" && !strings.HasSuffix(f.Pkg, "_test") {
+			name = f.Pkg
+			break
+		}
+	}
+	if ix.pkgNames == nil {
+		ix.pkgNames = map[string]string{}
+	}
+	ix.pkgNames[dir] = name
+	return name
+}
