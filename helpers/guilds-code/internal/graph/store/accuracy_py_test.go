@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 )
 
 // pythonModules are the real Python packages code_callers is measured on: the machine's own standard library.
-var pythonModules = []string{"/usr/lib/python3.11/email", "/usr/lib/python3.11/logging"}
+var pythonModules = []string{"/usr/lib/python3.11/email", "/usr/lib/python3.11/logging", "/usr/lib/python3.11/http",
+	"/usr/lib/python3.11/json", "/usr/lib/python3.11/asyncio"}
 
 // lspClient speaks the language server protocol over a server's standard input and output.
 type lspClient struct {
@@ -149,6 +151,14 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 			b.Fatal(err)
 		}
 		lsp.send(map[string]any{"jsonrpc": "2.0", "method": "initialized", "params": map[string]any{}})
+		// GUILDS_ORACLE_CACHE keeps pyright's answers per package, and the sites that disagree, between runs.
+		oracleFile, missFile := "", ""
+		if dir := os.Getenv("GUILDS_ORACLE_CACHE"); dir != "" {
+			oracleFile = filepath.Join(dir, "pyright-"+filepath.Base(src)+".json")
+			missFile = filepath.Join(dir, "misses-pyright-"+filepath.Base(src)+".txt")
+		}
+		oracle := loadOracle(oracleFile)
+		var misses []string
 		var a, t counts
 		for fi, f := range g.Files {
 			if f.Lang != "python" {
@@ -166,38 +176,62 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 				if col < 0 {
 					continue
 				}
-				theirs, err := pyrightCallers(lsp, uri(f.Path), root, int(s.Start)-1, col+4)
-				if err != nil {
-					b.Logf("%s:%d %s: %v", f.Path, s.Start, s.Name, err)
-					continue
+				pos := fmt.Sprintf("%s:%d:%d", f.Path, s.Start, col+4)
+				theirs, ok := oracle[pos]
+				if !ok {
+					theirs, err = pyrightCallers(lsp, uri(f.Path), root, int(s.Start)-1, col+4)
+					if err != nil {
+						b.Logf("%s:%d %s: %v", f.Path, s.Start, s.Name, err)
+						continue
+					}
+					oracle[pos] = theirs
 				}
-				ours, typedSites := map[site]bool{}, map[site]bool{}
+				ours, typedSites, how := map[site]bool{}, map[site]bool{}, map[site]string{}
 				for _, e := range g.CallersOf(graph.SymID{F: int32(fi), S: int32(si)}) {
-					st := site{g.Files[e.File].Path, int(g.Files[e.File].LoadRefs()[e.Ref].Line)}
+					r := g.Files[e.File].LoadRefs()[e.Ref]
+					st := site{g.Files[e.File].Path, int(r.Line)}
 					ours[st] = true
+					how[st] = fmt.Sprintf("%q.%s typed", r.Recv, r.Name)
 					if e.ByName == 0 {
 						typedSites[st] = true
+					} else {
+						how[st] = fmt.Sprintf("%q.%s by name among %d", r.Recv, r.Name, e.ByName)
+						if theirs[st] {
+							misses = append(misses, fmt.Sprintf("agreed %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
+						}
 					}
 				}
 				for _, c := range []struct {
-					c *counts
-					m map[site]bool
-				}{{&a, ours}, {&t, typedSites}} {
+					c    *counts
+					m    map[site]bool
+					keep bool
+				}{{&a, ours, true}, {&t, typedSites, false}} {
 					for st := range c.m {
 						if theirs[st] {
 							c.c.tp++
 						} else {
 							c.c.fp++
+							if c.keep {
+								misses = append(misses, fmt.Sprintf("extra %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
+							}
 						}
 					}
 					for st := range theirs {
 						if !c.m[st] {
 							c.c.fn++
+							if c.keep {
+								misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, s.Qualified()))
+							}
 						}
 					}
 					c.c.functions++
 				}
 			}
+		}
+		saveOracle(b, oracleFile, oracle)
+		if missFile != "" {
+			sort.Strings(misses)
+			_ = os.WriteFile(missFile, []byte(strings.Join(misses, "\n")+"\n"), 0o644)
 		}
 		b.Logf("code_callers vs pyright on %s, %d functions: every listed site precision %.3f recall %.3f (%d agreed, %d extra, %d missed); typed only precision %.3f recall %.3f",
 			src, a.functions, a.precision(), a.recall(), a.tp, a.fp, a.fn, t.precision(), t.recall())
