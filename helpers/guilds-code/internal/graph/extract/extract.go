@@ -57,6 +57,10 @@ const (
 	roleLocalName           // @local.name: a variable whose type the syntax states
 	roleLocalType           // @local.type
 	roleLocalRange          // @local.range: what a Go range clause ranges over; @local.name is then its left side ("k, v")
+	roleLocalParam          // @local.param: a name bound with no stated type (a parameter): its type is "?"
+	roleLocalValue          // @local.value: a literal value; @local.name then has the type "(literal)"
+	roleLocalReturn         // @local.return: the type or call a function returns, a local named "(return)"
+	roleLocalBase           // @local.base: a class's base, a local of the class named "(base)"
 )
 
 var roleNames = map[string]capRole{
@@ -64,7 +68,8 @@ var roleNames = map[string]capRole{
 	"call": roleCall, "call.name": roleCallName, "call.recv": roleCallRecv, "call.bare": roleCallBare,
 	"assign.name": roleAssign, "import": roleImport, "import.path": roleImportPath, "import.alias": roleImportAlias,
 	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
-	"local.range": roleLocalRange,
+	"local.range": roleLocalRange, "local.param": roleLocalParam, "local.value": roleLocalValue,
+	"local.return": roleLocalReturn, "local.base": roleLocalBase,
 }
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
@@ -407,6 +412,14 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				loc.name, loc.at = string(src[sb:eb]), sb
 			case roleLocalType:
 				loc.typ = localType(src[sb:eb])
+			case roleLocalParam:
+				loc.name, loc.at, loc.typ = string(src[sb:eb]), sb, "?"
+			case roleLocalValue:
+				loc.typ = "(literal)"
+			case roleLocalReturn:
+				loc.name, loc.at, loc.typ = "(return)", sb, localType(src[sb:eb])
+			case roleLocalBase:
+				loc.name, loc.at, loc.typ = "(base)", sb, oneLine(string(src[sb:eb]))
 			case roleLocalRange:
 				if over := string(src[sb:eb]); !strings.ContainsAny(over, "\n{") {
 					loc.typ, loc.ranged = "range "+over, true
@@ -603,7 +616,8 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		return cmp.Compare(call(a), call(b))
 	})
 	for _, lc := range locals {
-		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass) {
+		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass ||
+			l.Name == "python" && f.Symbols[s].Kind == graph.KindVar) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ})
 		}
 	}
