@@ -8,4 +8,14 @@
 (import_statement name: (aliased_import name: (dotted_name) @import.path alias: (identifier) @import.alias)) @import
 (import_from_statement module_name: (_) @import.path name: (dotted_name) @import.name) @import
 (import_from_statement module_name: (_) @import.path name: (aliased_import name: (dotted_name) @import.name alias: (identifier) @import.alias)) @import
-(assignment left: (identifier) @local.name right: (call function: (identifier) @local.type))
+(parameters (identifier) @local.param)
+(parameters (default_parameter name: (identifier) @local.param))
+(parameters (typed_parameter (identifier) @local.name type: (type) @local.type))
+(parameters (typed_default_parameter name: (identifier) @local.name type: (type) @local.type))
+(function_definition return_type: (type) @local.return)
+(return_statement (call function: [(identifier) (attribute)]) @local.return)
+(class_definition superclasses: (argument_list [(identifier) (attribute)] @local.base))
+(assignment left: [(identifier) (attribute)] @local.name type: (type) @local.type)
+(assignment left: [(identifier) (attribute)] @local.name right: (call function: [(identifier) (attribute)]) @local.type)
+(assignment left: [(identifier) (attribute)] @local.name right: (identifier) @local.type)
+(assignment left: [(identifier) (attribute)] @local.name right: [(list) (dictionary) (set) (tuple) (string) (concatenated_string) (integer) (float) (list_comprehension) (dictionary_comprehension) (set_comprehension) (generator_expression) (true) (false)] @local.value)

@@ -1,0 +1,545 @@
+package graph
+
+import (
+	"strings"
+)
+
+// pyType is what the syntax says a Python expression holds.
+type pyType struct {
+	classes []SymID // classes of the repository: an instance of one, or the class itself
+	funcs   []SymID // functions or methods of the repository: calling one gives what it returns
+	module  string  // a module imported as a whole (dotted, as imported); its files may be outside the repository
+	from    *File   // the file whose import named module
+	known   bool    // the type is stated; with nothing above it is outside the repository (a builtin, an untyped parameter)
+}
+
+// pyUnknown is an expression the syntax does not type.
+var pyUnknown = pyType{}
+
+// pyNone is a type outside the repository: no method of it is in the graph.
+var pyNone = pyType{known: true}
+
+// pyMaxDepth bounds how many assignments, returns and bases one type is followed through.
+const pyMaxDepth = 8
+
+type pyKey struct {
+	f     int32
+	scope int32
+	expr  string
+}
+
+// pyMemo keeps what Python resolution worked out, per graph.
+type pyMemo struct {
+	types map[pyKey]pyType
+	mro   map[SymID][]SymID
+}
+
+func (g *Graph) pyMemo() *pyMemo {
+	ix := g.index()
+	if ix.py == nil {
+		ix.py = &pyMemo{types: map[pyKey]pyType{}, mro: map[SymID][]SymID{}}
+	}
+	return ix.py
+}
+
+// pyBuiltins are names Python defines everywhere: calls on them resolve to nothing in the repository.
+var pyBuiltins = map[string]bool{
+	"str": true, "bytes": true, "bytearray": true, "int": true, "float": true, "complex": true, "bool": true,
+	"list": true, "dict": true, "set": true, "frozenset": true, "tuple": true, "object": true, "type": true,
+	"super": false, "range": true, "memoryview": true, "Exception": true, "BaseException": true,
+	"ValueError": true, "TypeError": true, "KeyError": true, "RuntimeError": true, "OSError": true,
+	"len": true, "print": true, "open": true, "repr": true, "isinstance": true, "getattr": true,
+	"sorted": true, "reversed": true, "enumerate": true, "zip": true, "map": true, "filter": true,
+	"iter": true, "next": true, "min": true, "max": true, "sum": true, "abs": true, "format": true,
+	"hasattr": true, "setattr": true, "id": true, "hash": true, "vars": true, "dir": true, "chr": true, "ord": true,
+	"None": true, "True": true, "False": true, "NotImplemented": true, "Ellipsis": true,
+}
+
+// resolvePy resolves a Python call by what the syntax types: self and cls, super(), parameters and
+// variables with a stated type or a value made by a call, attributes assigned in the class's methods,
+// functions through what they return, and methods through the class's bases. A receiver the syntax
+// types but outside the repository resolves to nothing; one it does not type is matched by name.
+func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
+	if r.Recv == "" {
+		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
+			return ids, Typed
+		}
+		return g.genericHow(fi, f, r, cands)
+	}
+	t := g.pyExpr(fi, f, r.From, r.Recv, 0)
+	if !t.known {
+		return g.genericHow(fi, f, r, cands)
+	}
+	var out []SymID
+	for _, id := range g.pyAttr(t, r.Name, 0).funcs {
+		if contains32(cands, id) {
+			out = append(out, id)
+		}
+	}
+	return out, Typed
+}
+
+// genericHow resolves by the rules every language shares.
+func (g *Graph) genericHow(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
+	ids, byName := g.resolveGeneric(fi, f, r, cands)
+	if byName {
+		return ids, ByName
+	}
+	return ids, Typed
+}
+
+func contains32(ids []SymID, id SymID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// pyExpr types an expression as written (a receiver, a variable's value): a chain of names, calls and
+// attributes such as self.parser.parse(fp) or Parser(policy=p); anything else is not typed.
+func (g *Graph) pyExpr(fi int32, f *File, scope int32, expr string, depth int) pyType {
+	if depth > pyMaxDepth {
+		return pyUnknown
+	}
+	key := pyKey{fi, scope, expr}
+	memo := g.pyMemo()
+	if t, ok := memo.types[key]; ok {
+		return t
+	}
+	memo.types[key] = pyUnknown // a cycle answers unknown
+	t := g.pyExprUncached(fi, f, scope, expr, depth)
+	memo.types[key] = t
+	return t
+}
+
+func (g *Graph) pyExprUncached(fi int32, f *File, scope int32, expr string, depth int) pyType {
+	segs, ok := pySegments(expr)
+	if !ok || len(segs) == 0 {
+		if expr != "" && strings.ContainsRune("[{'\"0123456789", rune(expr[0])) {
+			return pyNone // a literal
+		}
+		return pyUnknown
+	}
+	var t pyType
+	first := segs[0]
+	switch {
+	case first.name == "super" && first.call:
+		cls := g.pyEnclosingClass(f, fi, scope)
+		if cls.F < 0 {
+			return pyUnknown
+		}
+		t = pyType{classes: g.pyBases(cls, depth+1), known: true}
+		first.call = false
+	default:
+		t = g.pyName(fi, f, scope, first.name, depth+1)
+	}
+	if first.call {
+		t = g.pyCall(t, depth+1)
+	}
+	for _, s := range segs[1:] {
+		if !t.known {
+			return pyUnknown
+		}
+		t = g.pyAttr(t, s.name, depth+1)
+		if s.call {
+			t = g.pyCall(t, depth+1)
+		}
+	}
+	return t
+}
+
+// pySeg is one name of a chain and whether it is called.
+type pySeg struct {
+	name string
+	call bool
+}
+
+// pySegments splits a.b(x).c into its names; ok is false for anything but names, dots and calls.
+func pySegments(expr string) ([]pySeg, bool) {
+	var segs []pySeg
+	i := 0
+	for i < len(expr) {
+		j := i
+		for j < len(expr) && (expr[j] == '_' || expr[j] >= 'a' && expr[j] <= 'z' || expr[j] >= 'A' && expr[j] <= 'Z' || expr[j] >= '0' && expr[j] <= '9' || expr[j] >= 0x80) {
+			j++
+		}
+		if j == i || expr[i] >= '0' && expr[i] <= '9' {
+			return nil, false
+		}
+		s := pySeg{name: expr[i:j]}
+		if j < len(expr) && expr[j] == '(' {
+			depth := 0
+			k := j
+			for ; k < len(expr); k++ {
+				if expr[k] == '(' {
+					depth++
+				} else if expr[k] == ')' {
+					depth--
+					if depth == 0 {
+						break
+					}
+				}
+			}
+			if k >= len(expr) {
+				return nil, false
+			}
+			s.call, j = true, k+1
+		}
+		segs = append(segs, s)
+		if j == len(expr) {
+			return segs, true
+		}
+		if expr[j] != '.' {
+			return nil, false
+		}
+		i = j + 1
+	}
+	return nil, false
+}
+
+// pyEnclosingClass is the class whose method holds scope (through nested functions), else {-1,-1}.
+func (g *Graph) pyEnclosingClass(f *File, fi, scope int32) SymID {
+	syms := f.Syms()
+	for s := scope; s >= 0; s = syms[s].Parent {
+		if syms[s].Kind == KindMethod && syms[s].Parent >= 0 && syms[syms[s].Parent].Kind == KindClass {
+			return SymID{fi, syms[s].Parent}
+		}
+	}
+	return SymID{-1, -1}
+}
+
+// pyName types a name as the code at scope sees it: self and cls, a parameter or variable, a class,
+// function or variable of the module, an import, a builtin.
+func (g *Graph) pyName(fi int32, f *File, scope int32, name string, depth int) pyType {
+	syms := f.Syms()
+	if name == "self" || name == "cls" {
+		if cls := g.pyEnclosingClass(f, fi, scope); cls.F >= 0 {
+			return pyType{classes: []SymID{cls}, known: true}
+		}
+	}
+	for s := scope; s >= 0; s = syms[s].Parent {
+		if syms[s].Kind == KindClass {
+			continue // a class body's names are not in its methods' scope
+		}
+		if t, found := g.pyLocal(fi, f, s, name, depth); found {
+			return t
+		}
+	}
+	return g.pyModuleName(fi, f, name, depth)
+}
+
+// pyLocal types name from the locals symbol s states: the first that names something in the repository,
+// else a stated one outside it; found is false when s does not bind the name.
+func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyType, bool) {
+	found := false
+	best := pyUnknown
+	for _, l := range f.Syms()[s].Locals {
+		if l.Name != name {
+			continue
+		}
+		found = true
+		t := g.pyTypeOf(fi, f, s, l.Type, depth)
+		if len(t.classes)+len(t.funcs) > 0 || t.module != "" {
+			return t, true
+		}
+		if t.known {
+			best = t
+		}
+	}
+	if found && !best.known {
+		// A name bound from what the syntax cannot type: pyright types it by inference we do not do.
+		return pyUnknown, true
+	}
+	return best, found
+}
+
+// pyTypeOf types a local's recorded type: "?" (a parameter with none), "(literal)", an annotation, a call
+// (Foo(), make(), self.x.get()) or a name.
+func (g *Graph) pyTypeOf(fi int32, f *File, scope int32, typ string, depth int) pyType {
+	switch typ {
+	case "?", "(literal)":
+		return pyNone
+	}
+	if strings.HasSuffix(typ, "()") {
+		return g.pyExpr(fi, f, scope, typ, depth+1)
+	}
+	ann := pyAnnotation(typ)
+	if ann == "" {
+		return pyNone // a stated type the graph does not hold: a container, a union, a builtin
+	}
+	t := g.pyExpr(fi, f, scope, ann, depth+1)
+	if len(t.funcs) > 0 && len(t.classes) == 0 {
+		// x = func: a function value, not what it returns
+		return t
+	}
+	if !t.known && !strings.Contains(ann, ".") && isIdent(ann) {
+		return pyNone // an annotation naming nothing the module binds
+	}
+	return t
+}
+
+// pyAnnotation is the class an annotation names: quotes, Optional[...] and "| None" dropped; "" for
+// other generic and union types.
+func pyAnnotation(typ string) string {
+	t := strings.TrimSpace(typ)
+	t = strings.Trim(t, `"'`)
+	for _, p := range []string{"typing.Optional[", "Optional["} {
+		if strings.HasPrefix(t, p) && strings.HasSuffix(t, "]") {
+			t = strings.TrimSpace(t[len(p) : len(t)-1])
+		}
+	}
+	if a, b, ok := strings.Cut(t, "|"); ok {
+		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+		switch {
+		case b == "None":
+			t = a
+		case a == "None":
+			t = b
+		default:
+			return ""
+		}
+	}
+	t = strings.Trim(t, `"'`)
+	if strings.ContainsAny(t, "[], ()") {
+		return ""
+	}
+	return t
+}
+
+// pyModuleName types a name bound at the top of the module: a class, function or variable, an import, a builtin.
+func (g *Graph) pyModuleName(fi int32, f *File, name string, depth int) pyType {
+	var t pyType
+	for si, s := range f.Syms() {
+		if s.Parent >= 0 || s.Name != name {
+			continue
+		}
+		switch {
+		case s.Kind == KindClass:
+			t.classes = append(t.classes, SymID{fi, int32(si)})
+			t.known = true
+		case s.Kind.Callable():
+			t.funcs = append(t.funcs, SymID{fi, int32(si)})
+			t.known = true
+		case s.Kind == KindVar:
+			if lt, found := g.pyLocal(fi, f, int32(si), name, depth); found {
+				return lt
+			}
+		}
+	}
+	if t.known {
+		return t
+	}
+	for i := len(f.Imps()) - 1; i >= 0; i-- {
+		im := f.Imps()[i]
+		switch {
+		case im.Name == "" && (im.Alias == name || im.Alias == "" && strings.SplitN(im.Path, ".", 2)[0] == name):
+			mod := im.Path
+			if im.Alias == "" {
+				mod = name
+			}
+			return pyType{module: mod, from: f, known: true}
+		case im.Name != "" && (im.Alias == name || im.Alias == "" && im.Name == name):
+			sub := strings.TrimSuffix(im.Path, ".") + "." + im.Name
+			if strings.Trim(im.Path, ".") == "" {
+				sub = im.Path + im.Name
+			}
+			if files := g.moduleFiles(f, sub); len(files) > 0 {
+				return pyType{module: sub, from: f, known: true}
+			}
+			return g.pyAttr(pyType{module: im.Path, from: f, known: true}, im.Name, depth+1)
+		}
+	}
+	if pyBuiltins[name] {
+		return pyNone
+	}
+	return pyUnknown
+}
+
+// pyCall types the result of calling t: a class's instance, what a function returns.
+func (g *Graph) pyCall(t pyType, depth int) pyType {
+	switch {
+	case !t.known || depth > pyMaxDepth || t.module != "":
+		return pyUnknown
+	case len(t.funcs) == 0:
+		return pyType{classes: t.classes, known: true} // an instance of the class; of nothing here for pyNone
+	}
+	var out pyType
+	anyKnown := false
+	for _, fn := range t.funcs {
+		r := g.pyReturns(fn, depth+1)
+		if r.known {
+			anyKnown = true
+		}
+		out.classes = append(out.classes, r.classes...)
+		out.funcs = append(out.funcs, r.funcs...)
+	}
+	out.known = anyKnown
+	return out
+}
+
+// pyReturns types what a function returns: its annotation, else the calls it returns.
+func (g *Graph) pyReturns(fn SymID, depth int) pyType {
+	f := g.Files[fn.F]
+	s := f.Syms()[fn.S]
+	out := pyUnknown
+	for _, l := range s.Locals {
+		if l.Name != "(return)" {
+			continue
+		}
+		t := g.pyTypeOf(fn.F, f, fn.S, l.Type, depth+1)
+		if len(t.classes) > 0 {
+			return pyType{classes: t.classes, known: true}
+		}
+		if t.known {
+			out = pyNone
+		}
+	}
+	return out
+}
+
+// pyAttr types attribute name of t: a module's member or submodule, a class's method (through its bases)
+// or an attribute its methods assign (self.x = ...) or its body annotates.
+func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
+	if !t.known || depth > pyMaxDepth {
+		return pyUnknown
+	}
+	if t.module != "" {
+		sub := t.module + "." + name
+		if strings.HasSuffix(t.module, ".") {
+			sub = t.module + name
+		}
+		files := g.moduleFiles(t.from, t.module)
+		if subs := g.moduleFiles(t.from, sub); len(subs) > 0 {
+			return pyType{module: sub, from: t.from, known: true}
+		}
+		if len(files) == 0 {
+			return pyNone // a module outside the repository
+		}
+		var out pyType
+		for _, mf := range files {
+			mt := g.pyModuleName(mf, g.Files[mf], name, depth+1)
+			if mt.module != "" {
+				return mt
+			}
+			out.classes = append(out.classes, mt.classes...)
+			out.funcs = append(out.funcs, mt.funcs...)
+			out.known = out.known || mt.known
+		}
+		if len(out.classes)+len(out.funcs) == 0 {
+			return pyUnknown
+		}
+		return out
+	}
+	var out pyType
+	out.known = true
+	for _, cls := range t.classes {
+		if m := g.pyMethod(cls, name, depth+1); m.F >= 0 {
+			out.funcs = append(out.funcs, m)
+			continue
+		}
+		at := g.pyField(cls, name, depth+1)
+		if !at.known {
+			return pyUnknown
+		}
+		out.classes = append(out.classes, at.classes...)
+		out.funcs = append(out.funcs, at.funcs...)
+	}
+	return out
+}
+
+// pyMethod is the method name of class cls or the first of its bases (in order) that defines it, else {-1,-1}.
+func (g *Graph) pyMethod(cls SymID, name string, depth int) SymID {
+	for _, c := range g.pyMRO(cls, depth) {
+		f := g.Files[c.F]
+		for si, s := range f.Syms() {
+			if s.Parent == c.S && s.Name == name && s.Kind.Callable() {
+				return SymID{c.F, int32(si)}
+			}
+		}
+	}
+	return SymID{-1, -1}
+}
+
+// pyField types attribute name that class cls (or a base) assigns in a method or annotates in its body;
+// an attribute nothing assigns is not typed.
+func (g *Graph) pyField(cls SymID, name string, depth int) pyType {
+	found := false
+	best := pyUnknown
+	for _, c := range g.pyMRO(cls, depth) {
+		f := g.Files[c.F]
+		syms := f.Syms()
+		if t, ok := g.pyLocal(c.F, f, c.S, name, depth+1); ok {
+			if len(t.classes)+len(t.funcs) > 0 {
+				return t
+			}
+			found, best = true, pyBetter(best, t)
+		}
+		for si, s := range syms {
+			if s.Parent != c.S || !s.Kind.Callable() {
+				continue
+			}
+			for _, l := range s.Locals {
+				if l.Name != "self."+name {
+					continue
+				}
+				found = true
+				t := g.pyTypeOf(c.F, f, int32(si), l.Type, depth+1)
+				if len(t.classes)+len(t.funcs) > 0 {
+					return t
+				}
+				best = pyBetter(best, t)
+			}
+		}
+	}
+	if !found {
+		return pyUnknown
+	}
+	return best
+}
+
+// pyBetter keeps the stated of two types that name nothing in the repository.
+func pyBetter(a, b pyType) pyType {
+	if a.known {
+		return a
+	}
+	return b
+}
+
+// pyBases types the bases of class cls, in order, as classes of the repository.
+func (g *Graph) pyBases(cls SymID, depth int) []SymID {
+	mro := g.pyMRO(cls, depth)
+	if len(mro) == 0 {
+		return nil
+	}
+	return mro[1:]
+}
+
+// pyMRO is cls followed by its bases, depth first and left to right, each once (close to Python's C3
+// order for the single and mixin inheritance code uses); bases outside the repository are left out.
+func (g *Graph) pyMRO(cls SymID, depth int) []SymID {
+	memo := g.pyMemo()
+	if m, ok := memo.mro[cls]; ok {
+		return m
+	}
+	memo.mro[cls] = []SymID{cls} // a cycle stops here
+	out := []SymID{cls}
+	f := g.Files[cls.F]
+	s := f.Syms()[cls.S]
+	for _, l := range s.Locals {
+		if l.Name != "(base)" || depth > pyMaxDepth {
+			continue
+		}
+		b := g.pyExpr(cls.F, f, s.Parent, l.Type, depth+1)
+		for _, bc := range b.classes {
+			for _, c := range g.pyMRO(bc, depth+1) {
+				if !contains32(out, c) {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	memo.mro[cls] = out
+	return out
+}
