@@ -19,6 +19,7 @@ type index struct {
 	pkgNames  map[string]string             // memo: folder → Go package name
 	imports   map[string][]string           // memo: Go import path → folders
 	modules   map[string][2]string          // memo: folder → the folder and module path of its go.mod
+	py        *pyMemo                       // memo of Python types (resolve_py.go)
 }
 
 // Sym returns the symbol an id names.
@@ -122,7 +123,9 @@ func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, How) {
 	switch f.Lang {
 	case "go":
 		return g.resolveGo(fi, f, r, cands)
-	case "python", "javascript", "typescript", "tsx":
+	case "python":
+		return g.resolvePy(fi, f, r, cands)
+	case "javascript", "typescript", "tsx":
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
 		}
