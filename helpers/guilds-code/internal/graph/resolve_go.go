@@ -43,6 +43,10 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 			return out, Typed
 		}
 	}
+	// A method expression or value of a type the package can name: T.M, (*T).M, pkg.T.M.
+	if t, ok := g.goTypeName(f, r.From, recv); ok {
+		return g.goMethodCall(f, t, r.Name, cands)
+	}
 	// A receiver whose type the syntax gives calls that type's method; through an interface, the
 	// interface's and its implementations'; for another type from outside the repository, nothing.
 	t, ok := g.goExprType(f, r.From, recv, 0)
@@ -63,16 +67,14 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 			}
 			return nil, Typed
 		}
-		if out := filter(cands, func(id SymID) bool {
-			return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
-		}); len(out) > 0 {
-			if g.InInterface(out[0]) {
-				return append(out, g.goImplementations(f, out[0], cands)...), ViaInterface
-			}
-			return out, Typed
-		}
+		return g.goMethodCall(f, t, r.Name, cands)
 	}
 	methods := filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod })
+	// An unexported method is called only from its own package.
+	methods = filter(methods, func(id SymID) bool {
+		n := g.Sym(id).Name
+		return path.Dir(g.Files[id.F].Path) == dir || n != "" && n[0] >= 'A' && n[0] <= 'Z'
+	})
 	// A value of a type the file's package declares is likelier than one it imports, which is likelier
 	// than one it cannot name: the methods of its own package first, then of imported ones.
 	if own := filter(methods, func(id SymID) bool { o := g.Files[id.F]; return path.Dir(o.Path) == dir && o.Pkg == f.Pkg }); len(own) > 0 {
@@ -85,6 +87,25 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		return ids, ByName
 	}
 	return ids, Typed
+}
+
+// goTypeName is the repository type a receiver names when it is a type and not a value (T, (*T), pkg.T).
+func (g *Graph) goTypeName(f *File, from int32, recv string) (goType, bool) {
+	tn := recv
+	if strings.HasPrefix(tn, "(") && strings.HasSuffix(tn, ")") {
+		tn = strings.TrimPrefix(tn[1:len(tn)-1], "*")
+	}
+	if q, n, ok := strings.Cut(tn, "."); ok && !(isIdent(q) && isIdent(n)) || !ok && (!isIdent(tn) || localType(f, from, tn) != "") {
+		return goType{}, false
+	}
+	t, ok := g.goTypeNamed(f, tn)
+	if !ok || t.dir == "" {
+		return goType{}, false
+	}
+	if _, s := g.goTypeDecl(t); s == nil {
+		return goType{}, false
+	}
+	return t, true
 }
 
 // goSees reports whether a call in file f may reach method id through an interface: id's package is
@@ -111,35 +132,14 @@ func (g *Graph) goSees(f *File, id SymID) bool {
 func (g *Graph) goImplementations(f *File, im SymID, cands []SymID) []SymID {
 	decl := g.Files[im.F]
 	iface := decl.Syms()[g.Sym(im).Parent]
-	var names []string
-	for i := range decl.Syms() {
-		if s := &decl.Syms()[i]; s.Parent == g.Sym(im).Parent && s.Kind == KindMethod {
-			names = append(names, s.Name)
-		}
-	}
+	names := g.goMethodNames(decl, g.Sym(im).Parent, 0)
 	var out []SymID
 	for _, id := range cands {
 		c := g.Sym(id)
 		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) || !g.goSees(f, id) {
 			continue
 		}
-		dir := path.Dir(g.Files[id.F].Path)
-		has := func(n string) bool {
-			for _, m := range g.Named(n) {
-				if g.Sym(m).Container == c.Container && path.Dir(g.Files[m.F].Path) == dir {
-					return true
-				}
-			}
-			return false
-		}
-		all := true
-		for _, n := range names {
-			if !has(n) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if g.goHasMethods(goType{dir: path.Dir(g.Files[id.F].Path), name: c.Container}, names) {
 			out = append(out, id)
 		}
 	}
@@ -165,46 +165,150 @@ var goStdInterfaces = map[string]bool{"fmt.Stringer": true, "fmt.Formatter": tru
 // goExprType is the type of a receiver expression as the syntax gives it: a typed local, a field
 // of one, a call's declared result, a conversion. ok is false when the syntax does not say.
 func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType, bool) {
-	if depth > 4 || expr == "" {
+	if depth > 8 || expr == "" {
 		return goType{}, false
 	}
 	expr = strings.TrimSpace(expr)
-	if strings.HasSuffix(expr, ")") {
-		// A call: f(...), pkg.F(...), x.M(...), T(...).
-		open := matchingParen(expr)
-		if open <= 0 {
+	switch {
+	case strings.HasPrefix(expr, "(") && goOpening(expr) == 0 && strings.HasSuffix(expr, ")"):
+		return g.goExprType(f, from, expr[1:len(expr)-1], depth+1) // (x)
+	case strings.HasPrefix(expr, "<-"):
+		return g.goElemType(f, from, expr[2:], depth+1) // a receive from a channel
+	case strings.HasPrefix(expr, "&"), strings.HasPrefix(expr, "*"):
+		return g.goExprType(f, from, expr[1:], depth+1) // &T{}, *p: the pointer's type stands for the type
+	case strings.HasSuffix(expr, "}"):
+		// A composite literal: T{...}, pkg.T{...}, T[X]{...}.
+		if open := goOpening(expr); open > 0 {
+			if typ := strings.TrimSpace(expr[:open]); !strings.ContainsAny(typ, " ({") {
+				return g.goTypeNamed(f, typ)
+			}
+		}
+		return goType{}, false
+	case strings.HasSuffix(expr, "]"):
+		// An index: s[i], m[k] (a slice's, array's or map's element).
+		if open := goOpening(expr); open > 0 && expr[open] == '[' {
+			return g.goElemType(f, from, expr[:open], depth+1)
+		}
+		return goType{}, false
+	case strings.HasSuffix(expr, ")"):
+		open := goOpening(expr)
+		if open <= 0 || expr[open] != '(' {
 			return goType{}, false
 		}
-		return g.goCallType(f, from, expr[:open], depth)
+		if strings.HasSuffix(expr[:open], ".") {
+			return g.goTypeNamed(f, expr[open+1:len(expr)-1]) // a type assertion x.(T)
+		}
+		// A call: f(...), pkg.F(...), x.M(...), T(...).
+		return g.goCallType(f, from, expr[:open], 0, depth)
 	}
 	if isIdent(expr) {
-		if typ := localType(f, from, expr); strings.HasPrefix(typ, "range ") {
-			df, over, ok := g.goTypeText(f, from, strings.TrimPrefix(typ, "range "), depth+1)
-			if el := goElem(over); ok && el != "" {
-				return g.goTypeNamed(df, el)
-			}
-			return goType{}, false
+		typ := localType(f, from, expr)
+		switch {
+		case strings.HasPrefix(typ, "range "):
+			return g.goElemType(f, from, strings.TrimPrefix(typ, "range "), depth+1)
+		case strings.HasPrefix(typ, "="):
+			return g.goExprType(f, from, typ[1:], depth+1)
 		}
 		if typ := g.goLocalType(f, from, expr); typ != "" {
-			if strings.HasSuffix(typ, "()") {
-				return g.goCallType(f, from, strings.TrimSuffix(typ, "()"), depth+1)
+			if callee, k, ok := goCallLocal(typ); ok {
+				return g.goCallType(f, from, callee, k, depth+1)
+			}
+			if c := localType(f, from, typ); c != "" && isIdent(typ) && !strings.HasPrefix(c, "=") {
+				return g.goTypeNamed(f, c) // a type parameter: its constraint
 			}
 			return g.goTypeNamed(f, typ)
 		}
-		return goType{}, false
+		return g.goPackageVarType(f, expr, depth+1)
 	}
 	i := strings.LastIndexByte(expr, '.')
 	if i <= 0 || !isIdent(expr[i+1:]) {
 		return goType{}, false
 	}
 	a, b := expr[:i], expr[i+1:]
-	// A field: s.cache with s *Store and Store's field cache *Cache; s.db.pool a field of a field.
+	if isIdent(a) && localType(f, from, a) == "" {
+		if dirs, ok := g.goImport(f, a); ok {
+			// A package's variable: pkg.V.
+			if len(dirs) == 0 {
+				return goType{}, true
+			}
+			for _, fi := range g.index().dirs[dirs[0]] {
+				if t, ok := g.goPackageVarType(g.Files[fi], b, depth+1); ok {
+					return t, true
+				}
+			}
+			return goType{}, false
+		}
+	}
+	// A field: s.cache with s *Store and Store's field cache *Cache; s.db.pool a field of a field;
+	// a field of an embedded struct.
 	t, ok := g.goExprType(f, from, a, depth+1)
 	if !ok || t.dir == "" {
 		return goType{}, false
 	}
-	if sf, ft := g.goFieldType(t.dir, t.name, b); ft != "" {
+	if sf, ft := g.goPromotedField(t, b, 0); ft != "" {
 		return g.goTypeNamed(sf, ft)
+	}
+	return goType{}, false
+}
+
+// goCallLocal splits a local's type that is a call's result ("f()", "x.M()#1": the second result)
+// into the callee and the result's position.
+func goCallLocal(typ string) (string, int, bool) {
+	k := 0
+	if i := strings.LastIndex(typ, "()#"); i > 0 {
+		n := 0
+		for _, c := range typ[i+3:] {
+			if c < '0' || c > '9' {
+				return "", 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		typ, k = typ[:i+2], n
+	}
+	if !strings.HasSuffix(typ, "()") {
+		return "", 0, false
+	}
+	return strings.TrimSuffix(typ, "()"), k, true
+}
+
+// goPackageVarType is the type of package-level variable name of file f's package, as its
+// declaration states it.
+func (g *Graph) goPackageVarType(f *File, name string, depth int) (goType, bool) {
+	dir := path.Dir(f.Path)
+	for _, id := range g.Named(name) {
+		o, s := g.Files[id.F], g.Sym(id)
+		if o.Lang != "go" || s.Kind != KindVar || s.Container != "" || path.Dir(o.Path) != dir {
+			continue
+		}
+		for _, l := range s.Locals {
+			if l.Name == name {
+				return g.goExprType(o, id.S, l.Name, depth+1)
+			}
+		}
+	}
+	return goType{}, false
+}
+
+// goElemType is the element type of what expression expr holds (a slice, array, map's values or
+// channel), through a named type's underlying type.
+func (g *Graph) goElemType(f *File, from int32, expr string, depth int) (goType, bool) {
+	df, txt, ok := g.goTypeText(f, from, expr, depth+1)
+	if !ok {
+		t, ok := g.goExprType(f, from, expr, depth+1)
+		if !ok || t.dir == "" {
+			return goType{}, ok // the element of a type from outside the repository is from outside
+		}
+		df, txt = g.goUnderlying(t)
+	}
+	for i := 0; i < 3 && df != nil; i++ {
+		if el := goElem(txt); el != "" {
+			return g.goTypeNamed(df, el)
+		}
+		t, ok := g.goTypeNamed(df, txt)
+		if !ok || t.dir == "" {
+			return goType{}, ok
+		}
+		df, txt = g.goUnderlying(t)
 	}
 	return goType{}, false
 }
@@ -230,7 +334,7 @@ func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, 
 	if !ok || t.dir == "" {
 		return nil, "", false
 	}
-	sf, ft := g.goFieldType(t.dir, t.name, expr[i+1:])
+	sf, ft := g.goPromotedField(t, expr[i+1:], 0)
 	return sf, ft, ft != ""
 }
 
@@ -254,10 +358,15 @@ func goElem(t string) string {
 	return ""
 }
 
-// goCallType is the type a call of callee returns: a function's or method's first declared result,
-// or the type itself for a conversion.
-func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goType, bool) {
+// goCallType is the type a call of callee returns: a function's or method's declared result at
+// position k, or the type itself for a conversion.
+func (g *Graph) goCallType(f *File, from int32, callee string, k, depth int) (goType, bool) {
 	dir := path.Dir(f.Path)
+	if strings.HasSuffix(callee, "]") { // a generic function's instance: F[T](x)
+		if open := goOpening(callee); open > 0 {
+			callee = callee[:open]
+		}
+	}
 	var decl []SymID // the definitions callee may name
 	name := callee
 	if i := strings.LastIndexByte(callee, '.'); i > 0 && isIdent(callee[i+1:]) {
@@ -276,9 +385,7 @@ func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goTyp
 			if t.dir == "" {
 				return goType{}, true
 			}
-			decl = filter(g.Named(n), func(id SymID) bool {
-				return g.Sym(id).Container == t.name && path.Dir(g.Files[id.F].Path) == t.dir
-			})
+			decl = g.goMethodOf(t, n, g.Named(n), 0)
 		} else {
 			return goType{}, false
 		}
@@ -298,10 +405,13 @@ func (g *Graph) goCallType(f *File, from int32, callee string, depth int) (goTyp
 	}
 	s, df := g.Sym(decl[0]), g.Files[decl[0].F]
 	if s.Kind.TypeLike() {
+		if k > 0 {
+			return goType{}, false
+		}
 		return goType{dir: path.Dir(df.Path), name: name}, true
 	}
-	if res := goFirstResult(s.Sig); res != "" {
-		return g.goTypeNamed(df, res)
+	if res := goResults(s.Sig); k < len(res) && res[k] != "" {
+		return g.goTypeNamed(df, res[k])
 	}
 	return goType{}, false
 }
@@ -349,53 +459,6 @@ var goPredeclared = map[string]bool{"bool": true, "byte": true, "complex64": tru
 	"float32": true, "float64": true, "int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true,
 	"string": true, "uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true, "any": true,
 	"len": true, "cap": true, "append": true, "make": true, "complex": true, "real": true, "imag": true, "min": true, "max": true}
-
-// goFirstResult is the first result type of a function signature ("func (r T) F(a int) (*X, error)" → "*X").
-func goFirstResult(sig string) string {
-	rest := strings.TrimPrefix(sig, "func")
-	rest = strings.TrimSpace(rest)
-	if strings.HasPrefix(rest, "(") { // the receiver
-		i := matchingClose(rest)
-		if i < 0 {
-			return ""
-		}
-		rest = strings.TrimSpace(rest[i+1:])
-	}
-	i := strings.IndexByte(rest, '(')
-	if i < 0 {
-		return ""
-	}
-	if j := strings.IndexByte(rest[:i], '['); j >= 0 { // type parameters
-		k := strings.IndexByte(rest, ']')
-		if k < 0 {
-			return ""
-		}
-		i = strings.IndexByte(rest[k:], '(')
-		if i < 0 {
-			return ""
-		}
-		i += k
-	}
-	end := matchingClose(rest[i:])
-	if end < 0 {
-		return ""
-	}
-	res := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest[i+end+1:]), "{"))
-	if strings.HasPrefix(res, "(") {
-		res = strings.TrimPrefix(res, "(")
-		if k := strings.IndexAny(res, ",)"); k >= 0 {
-			res = res[:k]
-		}
-		if fs := strings.Fields(res); len(fs) == 2 { // a named result
-			res = fs[1]
-		}
-	}
-	res = strings.TrimSpace(res)
-	if strings.ContainsAny(res, " ({") {
-		return ""
-	}
-	return res
-}
 
 // matchingClose is the index of the bracket closing the one s starts with, or -1.
 func matchingClose(s string) int {

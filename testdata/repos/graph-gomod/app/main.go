@@ -26,5 +26,5 @@ func main() {
 // shout greets loudly through a parameter of the package's type.
 func shout(g *pkg.Greeter) string { return strings.ToUpper(g.String()) }
 
-// mystery calls String on something whose type the syntax does not give.
-func mystery(xs []fmt.Stringer) string { return xs[0].String() }
+// mystery calls String on something whose type the syntax does not give (an unnamed interface's method result).
+func mystery(x interface{ Get() fmt.Stringer }) string { return x.Get().String() }

@@ -73,7 +73,7 @@ func goplsCallers(gopls, remote, root, pos string) (map[site]bool, error) {
 }
 
 // callersModules are the real modules code_callers is measured on, from the module cache.
-var callersModules = []string{"golang.org/x/mod@v0.39.0", "github.com/google/go-cmp@v0.7.0"}
+var callersModules = []string{"golang.org/x/mod@v0.39.0", "github.com/google/go-cmp@v0.7.0", "golang.org/x/sync@v0.24.0", "github.com/BurntSushi/toml@v1.6.0"}
 
 // BenchmarkCallersAccuracy compares code_callers (direction in, depth 1) with gopls's call hierarchy
 // over every function and method of each module (test files' call sites included), and reports
@@ -89,7 +89,7 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 	}
 	var all, typed counts
 	for _, mod := range callersModules {
-		src := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(mod))
+		src := filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(escapeModPath(mod)))
 		if _, err := os.Stat(src); err != nil {
 			b.Logf("%s is not in the module cache (go mod download %s): left out", mod, mod)
 			continue
@@ -110,6 +110,19 @@ func BenchmarkCallersAccuracy(b *testing.B) {
 	b.ReportMetric(float64(all.functions), "functions")
 	b.Logf("code_callers vs gopls call hierarchy, %d functions: precision %.3f, recall %.3f (%d agreed, %d extra, %d missed call sites); typed edges alone: precision %.3f, recall %.3f",
 		all.functions, all.precision(), all.recall(), all.tp, all.fp, all.fn, typed.precision(), typed.recall())
+}
+
+// escapeModPath spells a module path as the module cache names its folder (an upper-case letter as "!" and the lower one).
+func escapeModPath(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if c >= 'A' && c <= 'Z' {
+			b.WriteByte('!')
+			c += 'a' - 'A'
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // counts are agreed (tp), extra (fp) and missed (fn) call sites over some functions.
@@ -161,6 +174,7 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 	}
 	type result struct {
 		ours, typed, theirs map[site]bool
+		how                 map[site]string // how each listed site was resolved, for the misses' list
 		err                 error
 	}
 	results := make([]result, len(targets))
@@ -176,15 +190,22 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 	for i, id := range targets {
 		f := g.Files[id.F]
 		s := g.Sym(id)
-		ours, typed := map[site]bool{}, map[site]bool{}
+		ours, typed, how := map[site]bool{}, map[site]bool{}, map[site]string{}
 		for _, e := range g.CallersOf(id) {
-			st := site{g.Files[e.File].Path, int(g.Files[e.File].LoadRefs()[e.Ref].Line)}
+			r := g.Files[e.File].LoadRefs()[e.Ref]
+			st := site{g.Files[e.File].Path, int(r.Line)}
 			ours[st] = true
-			if e.ByName == 0 {
-				typed[st] = true
+			switch {
+			case e.ByName > 0:
+				how[st] = fmt.Sprintf("by name %d", e.ByName)
+			case e.Via:
+				how[st], typed[st] = "via", true
+			default:
+				how[st], typed[st] = "typed", true
 			}
+			how[st] += " recv=" + r.Recv
 		}
-		results[i].ours, results[i].typed = ours, typed
+		results[i].ours, results[i].typed, results[i].how = ours, typed, how
 		col := nameColumn(filepath.Join(root, f.Path), int(s.Start), s.Name)
 		if col == 0 {
 			results[i].err = fmt.Errorf("%s:%d: name %s not found on its line", f.Path, s.Start, s.Name)
@@ -212,14 +233,14 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 	saveOracle(b, oracleFile, oracle)
 	var all, typed counts
 	var misses []string
-	tally := func(c *counts, ours, theirs map[site]bool, name string, keep bool) {
+	tally := func(c *counts, ours, theirs map[site]bool, how map[site]string, name string, keep bool) {
 		for st := range ours {
 			if theirs[st] {
 				c.tp++
 			} else {
 				c.fp++
 				if keep {
-					misses = append(misses, fmt.Sprintf("extra %s:%d → %s", st.path, st.line, name))
+					misses = append(misses, fmt.Sprintf("extra %s:%d → %s (%s)", st.path, st.line, name, how[st]))
 				}
 			}
 		}
@@ -239,8 +260,8 @@ func callersAccuracy(b *testing.B, gopls, mod, src string) (counts, counts) {
 			continue
 		}
 		name := g.Sym(targets[i]).Qualified()
-		tally(&all, r.ours, r.theirs, name, true)
-		tally(&typed, r.typed, r.theirs, name, false)
+		tally(&all, r.ours, r.theirs, r.how, name, true)
+		tally(&typed, r.typed, r.theirs, r.how, name, false)
 		all.functions++
 		typed.functions++
 	}
