@@ -76,7 +76,7 @@ func graphHeader(buf []byte) (string, int, error) {
 const magic = graph.Format
 
 // blocksMagic opens every blocks file, so no block starts at offset 0.
-const blocksMagic = "GRAFTB\x00\x0e"
+const blocksMagic = "GRAFTB\x00\x0f"
 
 // encode returns the graph's files in the compact on-disk form with the blocks inside (see encodeTo).
 func encode(files []*graph.File, counted bool) []byte {
