@@ -11,6 +11,7 @@ type pyType struct {
 	module  string  // a module imported as a whole (dotted, as imported); its files may be outside the repository
 	from    *File   // the file whose import named module
 	known   bool    // the type is stated; with nothing above it is outside the repository (a builtin, an untyped parameter)
+	opaque  bool    // not known, but bound to a value whose type the syntax does not give (a call's, an attribute's)
 }
 
 // pyUnknown is an expression the syntax does not type.
@@ -18,6 +19,10 @@ var pyUnknown = pyType{}
 
 // pyNone is a type outside the repository: no method of it is in the graph.
 var pyNone = pyType{known: true}
+
+// pyOpaque is a value the code binds from what the syntax does not type: matching its methods by name
+// would guess (pyright agrees with such a guess about one time in forty on the standard library).
+var pyOpaque = pyType{opaque: true}
 
 // pyMaxDepth bounds how many assignments, returns and bases one type is followed through.
 const pyMaxDepth = 8
@@ -64,9 +69,18 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
 		}
+		// A bare name is never a method: Python has no implicit self.
+		cands = filter(cands, func(id SymID) bool { return g.Sym(id).Kind != KindMethod })
+		t := g.pyName(fi, f, r.From, r.Name, 0)
+		if t.known && len(t.classes)+len(t.funcs) == 0 || len(cands) == 0 {
+			return nil, Typed // a builtin, a parameter or a variable, or a name imported from outside
+		}
 		return g.genericHow(fi, f, r, cands)
 	}
 	t := g.pyExpr(fi, f, r.From, r.Recv, 0)
+	if t.opaque {
+		return nil, Typed
+	}
 	if !t.known {
 		return g.genericHow(fi, f, r, cands)
 	}
@@ -140,7 +154,7 @@ func (g *Graph) pyExprUncached(fi int32, f *File, scope int32, expr string, dept
 	}
 	for _, s := range segs[1:] {
 		if !t.known {
-			return pyUnknown
+			return t
 		}
 		t = g.pyAttr(t, s.name, depth+1)
 		if s.call {
@@ -233,8 +247,7 @@ func (g *Graph) pyName(fi int32, f *File, scope int32, name string, depth int) p
 // pyLocal types name from the locals symbol s states: the first that names something in the repository,
 // else a stated one outside it; found is false when s does not bind the name.
 func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyType, bool) {
-	found := false
-	best := pyUnknown
+	found, untyped := false, false
 	for _, l := range f.Syms()[s].Locals {
 		if l.Name != name {
 			continue
@@ -244,15 +257,12 @@ func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyT
 		if len(t.classes)+len(t.funcs) > 0 || t.module != "" {
 			return t, true
 		}
-		if t.known {
-			best = t
-		}
+		untyped = untyped || !t.known
 	}
-	if found && !best.known {
-		// A name bound from what the syntax cannot type: pyright types it by inference we do not do.
-		return pyUnknown, true
+	if untyped {
+		return pyOpaque, true // bound once from what the syntax cannot type
 	}
-	return best, found
+	return pyNone, found
 }
 
 // pyTypeOf types a local's recorded type: "?" (a parameter with none), "(literal)", an annotation, a call
@@ -360,7 +370,9 @@ func (g *Graph) pyModuleName(fi int32, f *File, name string, depth int) pyType {
 // pyCall types the result of calling t: a class's instance, what a function returns.
 func (g *Graph) pyCall(t pyType, depth int) pyType {
 	switch {
-	case !t.known || depth > pyMaxDepth || t.module != "":
+	case !t.known:
+		return t
+	case depth > pyMaxDepth || t.module != "":
 		return pyUnknown
 	case len(t.funcs) == 0:
 		return pyType{classes: t.classes, known: true} // an instance of the class; of nothing here for pyNone
@@ -375,7 +387,10 @@ func (g *Graph) pyCall(t pyType, depth int) pyType {
 		out.classes = append(out.classes, r.classes...)
 		out.funcs = append(out.funcs, r.funcs...)
 	}
-	out.known = anyKnown
+	if !anyKnown {
+		return pyOpaque // what it returns is not typed
+	}
+	out.known = true
 	return out
 }
 
@@ -402,7 +417,10 @@ func (g *Graph) pyReturns(fn SymID, depth int) pyType {
 // pyAttr types attribute name of t: a module's member or submodule, a class's method (through its bases)
 // or an attribute its methods assign (self.x = ...) or its body annotates.
 func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
-	if !t.known || depth > pyMaxDepth {
+	if !t.known {
+		return t
+	}
+	if depth > pyMaxDepth {
 		return pyUnknown
 	}
 	if t.module != "" {
@@ -432,6 +450,9 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 		}
 		return out
 	}
+	if len(t.classes) == 0 {
+		return pyOpaque // an attribute of a type outside the repository: the graph does not know it
+	}
 	var out pyType
 	out.known = true
 	for _, cls := range t.classes {
@@ -441,7 +462,7 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 		}
 		at := g.pyField(cls, name, depth+1)
 		if !at.known {
-			return pyUnknown
+			return at
 		}
 		out.classes = append(out.classes, at.classes...)
 		out.funcs = append(out.funcs, at.funcs...)
@@ -465,8 +486,7 @@ func (g *Graph) pyMethod(cls SymID, name string, depth int) SymID {
 // pyField types attribute name that class cls (or a base) assigns in a method or annotates in its body;
 // an attribute nothing assigns is not typed.
 func (g *Graph) pyField(cls SymID, name string, depth int) pyType {
-	found := false
-	best := pyUnknown
+	found, untyped := false, false
 	for _, c := range g.pyMRO(cls, depth) {
 		f := g.Files[c.F]
 		syms := f.Syms()
@@ -474,7 +494,7 @@ func (g *Graph) pyField(cls SymID, name string, depth int) pyType {
 			if len(t.classes)+len(t.funcs) > 0 {
 				return t
 			}
-			found, best = true, pyBetter(best, t)
+			found, untyped = true, untyped || !t.known
 		}
 		for si, s := range syms {
 			if s.Parent != c.S || !s.Kind.Callable() {
@@ -489,22 +509,14 @@ func (g *Graph) pyField(cls SymID, name string, depth int) pyType {
 				if len(t.classes)+len(t.funcs) > 0 {
 					return t
 				}
-				best = pyBetter(best, t)
+				untyped = untyped || !t.known
 			}
 		}
 	}
-	if !found {
-		return pyUnknown
+	if !found || untyped {
+		return pyOpaque
 	}
-	return best
-}
-
-// pyBetter keeps the stated of two types that name nothing in the repository.
-func pyBetter(a, b pyType) pyType {
-	if a.known {
-		return a
-	}
-	return b
+	return pyNone
 }
 
 // pyBases types the bases of class cls, in order, as classes of the repository.
@@ -516,15 +528,15 @@ func (g *Graph) pyBases(cls SymID, depth int) []SymID {
 	return mro[1:]
 }
 
-// pyMRO is cls followed by its bases, depth first and left to right, each once (close to Python's C3
-// order for the single and mixin inheritance code uses); bases outside the repository are left out.
+// pyMRO is cls followed by its bases, depth first and left to right, each at its last place (Python's
+// C3 order wherever that order is consistent); bases outside the repository are left out.
 func (g *Graph) pyMRO(cls SymID, depth int) []SymID {
 	memo := g.pyMemo()
 	if m, ok := memo.mro[cls]; ok {
 		return m
 	}
 	memo.mro[cls] = []SymID{cls} // a cycle stops here
-	out := []SymID{cls}
+	all := []SymID{cls}
 	f := g.Files[cls.F]
 	s := f.Syms()[cls.S]
 	for _, l := range s.Locals {
@@ -533,11 +545,14 @@ func (g *Graph) pyMRO(cls SymID, depth int) []SymID {
 		}
 		b := g.pyExpr(cls.F, f, s.Parent, l.Type, depth+1)
 		for _, bc := range b.classes {
-			for _, c := range g.pyMRO(bc, depth+1) {
-				if !contains32(out, c) {
-					out = append(out, c)
-				}
-			}
+			all = append(all, g.pyMRO(bc, depth+1)...)
+		}
+	}
+	// Each class at its last place: a base shared by two bases comes after both, as in C3.
+	var out []SymID
+	for i, c := range all {
+		if !contains32(all[i+1:], c) {
+			out = append(out, c)
 		}
 	}
 	memo.mro[cls] = out

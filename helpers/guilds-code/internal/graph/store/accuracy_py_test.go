@@ -160,6 +160,7 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 		oracle := loadOracle(oracleFile)
 		var misses []string
 		var a, t counts
+		unplaced := 0
 		for fi, f := range g.Files {
 			if f.Lang != "python" {
 				continue
@@ -181,7 +182,7 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 				if !ok {
 					theirs, err = pyrightCallers(lsp, uri(f.Path), root, int(s.Start)-1, col+4)
 					if err != nil {
-						b.Logf("%s:%d %s: %v", f.Path, s.Start, s.Name, err)
+						unplaced++ // pyright leaves out code it reads as unreachable (windows_events.py on Linux)
 						continue
 					}
 					oracle[pos] = theirs
@@ -232,6 +233,9 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 		if missFile != "" {
 			sort.Strings(misses)
 			_ = os.WriteFile(missFile, []byte(strings.Join(misses, "\n")+"\n"), 0o644)
+		}
+		if unplaced > 0 {
+			b.Logf("%s: %d functions pyright could not place, left out", src, unplaced)
 		}
 		b.Logf("code_callers vs pyright on %s, %d functions: every listed site precision %.3f recall %.3f (%d agreed, %d extra, %d missed); typed only precision %.3f recall %.3f",
 			src, a.functions, a.precision(), a.recall(), a.tp, a.fp, a.fn, t.precision(), t.recall())

@@ -17,5 +17,5 @@
 (class_definition superclasses: (argument_list [(identifier) (attribute)] @local.base))
 (assignment left: [(identifier) (attribute)] @local.name type: (type) @local.type)
 (assignment left: [(identifier) (attribute)] @local.name right: (call function: [(identifier) (attribute)]) @local.type)
-(assignment left: [(identifier) (attribute)] @local.name right: (identifier) @local.type)
+(assignment left: [(identifier) (attribute)] @local.name right: [(identifier) (attribute)] @local.type)
 (assignment left: [(identifier) (attribute)] @local.name right: [(list) (dictionary) (set) (tuple) (string) (concatenated_string) (integer) (float) (list_comprehension) (dictionary_comprehension) (set_comprehension) (generator_expression) (true) (false)] @local.value)
