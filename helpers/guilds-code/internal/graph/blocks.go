@@ -10,7 +10,7 @@ import (
 
 // Format names the encoding of files' blocks, which the graph file and the parse worker's records
 // share; it opens every graph file, and its last byte is the version.
-const Format = "GRAFT\x00\x0f"
+const Format = "GRAFT\x00\x10"
 
 // MinSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
 const MinSymBytes = 10
@@ -242,7 +242,11 @@ func AppendRefs(dst []byte, refs []Ref) []byte {
 	for _, r := range refs {
 		e.Str(r.Name)
 		e.Str(r.Recv)
-		e.UV(uint64(r.Line - last)) // refs are sorted by line
+		v := uint64(0)
+		if r.Value {
+			v = 1
+		}
+		e.UV(uint64(r.Line-last)<<1 | v) // refs are sorted by line; the low bit says a value
 		last = r.Line
 		e.V(int64(r.From))
 	}
@@ -298,8 +302,12 @@ func (f *File) LoadRefs() []Ref {
 		r := &refs[j]
 		r.Name = d.Str()
 		r.Recv = d.Str()
-		line += d.U32()
-		r.Line = line
+		dl := d.UV()
+		if dl>>1 > 1<<31 {
+			d.Fail("line")
+		}
+		line += uint32(dl >> 1)
+		r.Line, r.Value = line, dl&1 == 1
 		r.From = int32(d.V())
 		if r.From < -1 || int(r.From) >= nsyms {
 			d.Fail("reference")

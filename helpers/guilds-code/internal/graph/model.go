@@ -62,10 +62,11 @@ type Local struct{ Name, Type string }
 
 // Ref is one call site or reference.
 type Ref struct {
-	Name string
-	Recv string // the qualifier or receiver expression, "" when unqualified
-	Line uint32
-	From int32 // index of the enclosing symbol, -1 at top level
+	Name  string
+	Recv  string // the qualifier or receiver expression, "" when unqualified
+	Line  uint32
+	From  int32 // index of the enclosing symbol, -1 at top level
+	Value bool  // a function or method named as a value (passed, assigned, returned), not called
 }
 
 // Import binds a local name to another module.
