@@ -8,6 +8,24 @@ import (
 )
 
 func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
+	if !r.Value {
+		return g.resolveGoCall(fi, f, r, cands)
+	}
+	// A name used as a value refers to a function or method only when the syntax says which: a
+	// local of that name is not one, and an untyped receiver's is never matched by name.
+	if r.Recv == "" && localType(f, r.From, r.Name) != "" {
+		return nil, Typed
+	}
+	cands = filter(cands, func(id SymID) bool { return g.Sym(id).Kind.Callable() })
+	ids, how := g.resolveGoCall(fi, f, r, cands)
+	if how == ByName {
+		return nil, Typed
+	}
+	return ids, how
+}
+
+// resolveGoCall resolves a Go call site (or a value, then with callable candidates only).
+func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
 	dir := path.Dir(f.Path)
 	inPkg := func(d, pkg string) func(SymID) bool {
 		return func(id SymID) bool {

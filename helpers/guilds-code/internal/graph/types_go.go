@@ -37,10 +37,10 @@ func (g *Graph) goUnderlying(t goType) (*File, string) {
 }
 
 // goEmbedded reports whether a struct's or interface's local is an embedded type: named as its type is.
-func goEmbedded(l Local) bool { return l.Name != "" && l.Name == goBaseName(l.Type) }
+func goEmbedded(l Local) bool { return l.Name != "" && l.Name == GoBaseName(l.Type) }
 
-// goBaseName is the name of a type as written, without pointer, package or type arguments (*pkg.T[X] → T).
-func goBaseName(t string) string {
+// GoBaseName is the name of a type as written, without pointer, package or type arguments (*pkg.T[X] → T).
+func GoBaseName(t string) string {
 	t = strings.TrimPrefix(strings.TrimSpace(t), "*")
 	if i := strings.IndexByte(t, '['); i > 0 {
 		t = t[:i]
@@ -176,8 +176,8 @@ func goOpening(s string) int {
 	return -1
 }
 
-// goSplitTop splits s at its commas outside brackets and string literals.
-func goSplitTop(s string) []string {
+// SplitTopLevel splits s at its commas outside brackets and string literals ("a, f(b, c)" → "a", "f(b, c)").
+func SplitTopLevel(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	var quote byte
@@ -243,7 +243,7 @@ func goResults(sig string) []string {
 	if k := matchingClose(res); k > 0 {
 		res = res[1:k]
 	}
-	parts := goSplitTop(res)
+	parts := SplitTopLevel(res)
 	out := make([]string, len(parts))
 	// Named results: "x, y *X" names two results of the type the last of them states.
 	named := false

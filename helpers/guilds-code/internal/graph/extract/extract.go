@@ -61,6 +61,10 @@ const (
 	roleLocalValue          // @local.value: a literal value; @local.name then has the type "(literal)"
 	roleLocalReturn         // @local.return: the type or call a function returns, a local named "(return)"
 	roleLocalBase           // @local.base: a class's base, a local of the class named "(base)"
+	roleLocalExpr           // @local.expr: the expression a Go local is bound to; its type is "=" and the expression
+	roleLocalExprs          // @local.exprs: the expressions of a Go short declaration whose @local.name is its left side ("a, b")
+	roleLocalEmbed          // @local.embed: a Go struct's field declaration or an interface's element: a local named as its type when embedded
+	roleValue               // @value: a function or method named as a value (passed, assigned, returned), with @call.name
 )
 
 var roleNames = map[string]capRole{
@@ -69,7 +73,8 @@ var roleNames = map[string]capRole{
 	"assign.name": roleAssign, "import": roleImport, "import.path": roleImportPath, "import.alias": roleImportAlias,
 	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
 	"local.range": roleLocalRange, "local.param": roleLocalParam, "local.value": roleLocalValue,
-	"local.return": roleLocalReturn, "local.base": roleLocalBase,
+	"local.return": roleLocalReturn, "local.base": roleLocalBase, "local.expr": roleLocalExpr, "local.exprs": roleLocalExprs,
+	"local.embed": roleLocalEmbed, "value": roleValue,
 }
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
@@ -124,18 +129,20 @@ type defHit struct {
 }
 
 type refHit struct {
-	at   uint32
-	end  uint32
-	name string
-	recv string
-	line uint32
-	bare bool
+	at    uint32
+	end   uint32
+	name  string
+	recv  string
+	line  uint32
+	bare  bool
+	value bool
 }
 
 type localHit struct {
 	at        uint32
 	name, typ string
-	ranged    bool // name is a range clause's left side, typ "range " and what it ranges over
+	ranged    bool   // name is a range clause's left side, typ "range " and what it ranges over
+	exprs     string // a Go short declaration's right side; name is then its left side
 }
 
 type assignHit struct {
@@ -367,6 +374,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		var loc localHit
 		var isDef, isRef, isImport bool
 		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
+		var nameEnd, nameLine uint32               // where a call's name ends, and its line
 		for c := 0; c+6 <= len(caps); c += 6 {
 			id, sb, eb := caps[c], caps[c+1], caps[c+2]
 			switch p.roles[id] {
@@ -385,11 +393,14 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 			case roleCall:
 				isRef = true
 				r.at, r.end, r.line = sb, eb, caps[c+3]+1
+			case roleValue:
+				isRef, r.value = true, true
 			case roleCallBare:
 				isRef = true
 				r.at, r.end, r.line, r.name, r.bare = sb, eb, caps[c+3]+1, x.intern(src[sb:eb]), true
 			case roleCallName:
 				r.name = x.intern(src[sb:eb])
+				nameAt, nameEnd, nameLine = sb, eb, caps[c+3]+1
 			case roleCallRecv:
 				if eb-sb <= 80 && plain(src[sb:eb]) {
 					r.recv = x.intern(src[sb:eb])
@@ -420,6 +431,18 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				loc.name, loc.at, loc.typ = "(return)", sb, localType(src[sb:eb])
 			case roleLocalBase:
 				loc.name, loc.at, loc.typ = "(base)", sb, oneLine(string(src[sb:eb]))
+			case roleLocalExpr:
+				if e := src[sb:eb]; len(e) <= 120 && !slices.Contains(e, '\n') {
+					loc.typ = "=" + string(e)
+				}
+			case roleLocalEmbed:
+				if t, ok := goEmbeddedType(src[sb:eb]); ok {
+					loc.name, loc.at, loc.typ = graph.GoBaseName(t), sb, t
+				}
+			case roleLocalExprs:
+				if e := src[sb:eb]; len(e) <= 240 && !slices.Contains(e, '\n') {
+					loc.exprs = string(e)
+				}
 			case roleLocalRange:
 				if over := string(src[sb:eb]); !strings.ContainsAny(over, "\n{") {
 					loc.typ, loc.ranged = "range "+over, true
@@ -430,6 +453,10 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		case isDef && d.name != "":
 			defs = append(defs, d)
 		case isRef && r.name != "":
+			if r.value {
+				// A value is where its name is (the name of a selector, the identifier itself).
+				r.at, r.end, r.line = nameAt, nameEnd, nameLine
+			}
 			refs = append(refs, r)
 		case isImport && im.Path != "":
 			at := pathAt
@@ -447,6 +474,8 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 					locals = append(locals, loc)
 				}
 			}
+		case loc.exprs != "":
+			locals = append(locals, goBound(loc)...)
 		case loc.name != "" && loc.typ != "":
 			locals = append(locals, loc)
 		}
@@ -600,28 +629,77 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		if r.bare && vars[from][r.name] {
 			continue // a variable of its scope, not a call
 		}
-		f.Refs = append(f.Refs, graph.Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from})
+		f.Refs = append(f.Refs, graph.Ref{Name: r.name, Recv: r.recv, Line: r.line, From: from, Value: r.value})
 	}
-	// By position, a stated type before a call's result where two patterns meet at one name.
+	// By position, a stated type before a call's result before a bound expression where patterns
+	// meet at one name.
 	slices.SortStableFunc(locals, func(a, b localHit) int {
 		if a.at != b.at {
 			return cmp.Compare(a.at, b.at)
 		}
-		call := func(h localHit) int {
-			if strings.HasSuffix(h.typ, "()") {
+		rank := func(h localHit) int {
+			switch {
+			case strings.HasPrefix(h.typ, "=") && l.Name == "go":
+				return 2
+			case strings.HasSuffix(h.typ, "()"):
 				return 1
 			}
 			return 0
 		}
-		return cmp.Compare(call(a), call(b))
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 || l.Name != "go" {
+			return c
+		}
+		return cmp.Compare(a.typ, b.typ)
 	})
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass ||
-			l.Name == "python" && f.Symbols[s].Kind == graph.KindVar) {
+			(l.Name == "python" || l.Name == "go") && f.Symbols[s].Kind == graph.KindVar || l.Name == "go" && f.Symbols[s].Kind == graph.KindInterface) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ})
 		}
 	}
 	return nil
+}
+
+// goEmbeddedType is the type of a Go field declaration that embeds one (T, *T, pkg.T, T[X], with or
+// without a tag), or of an interface's embedded interface; ok is false for a named field.
+func goEmbeddedType(decl []byte) (string, bool) {
+	d := strings.TrimSpace(string(decl))
+	end := strings.IndexAny(d, " \t\"`")
+	if end < 0 {
+		end = len(d)
+	}
+	typ, rest := d[:end], strings.TrimSpace(d[end:])
+	if rest != "" && rest[0] != '"' && rest[0] != '`' || strings.ContainsAny(typ, ",(){}") || typ == "" {
+		return "", false
+	}
+	return typ, true
+}
+
+// goBound pairs the names of a Go short declaration with what each is bound to: a, b := x, y binds
+// a to "=x" and b to "=y"; a, b := f() binds a to "=f()" and b to f's second result, "f()#1".
+func goBound(loc localHit) []localHit {
+	names, exprs := graph.SplitTopLevel(loc.name), graph.SplitTopLevel(loc.exprs)
+	var out []localHit
+	for k, n := range names {
+		if n == "_" || n == "" {
+			continue
+		}
+		h := localHit{at: loc.at, name: n}
+		switch {
+		case len(exprs) == len(names):
+			h.typ = "=" + exprs[k]
+		case len(exprs) == 1 && k == 0:
+			h.typ = "=" + exprs[0]
+		case len(exprs) == 1:
+			if t := localType([]byte(exprs[0])); strings.HasSuffix(t, "()") && !strings.HasSuffix(t, ".()") && strings.HasSuffix(exprs[0], ")") {
+				h.typ = fmt.Sprintf("%s#%d", t, k)
+			}
+		}
+		if h.typ != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // localType is the type a @local.type capture states: the type as written without a leading *, or

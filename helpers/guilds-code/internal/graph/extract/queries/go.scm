@@ -24,3 +24,22 @@
 (var_spec name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type))] @local.type)
 (field_declaration name: (field_identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type)) (slice_type) (map_type) (array_type)] @local.type)
 (range_clause left: (expression_list) @local.name right: (_) @local.range)
+(field_declaration type: (_)) @local.embed
+(interface_type (type_elem . [(type_identifier) (qualified_type)] @local.embed))
+(short_var_declaration left: (expression_list) @local.name right: (expression_list) @local.exprs)
+(var_spec . name: (identifier) @local.name value: (expression_list . (_) @local.expr))
+(type_parameter_declaration name: (identifier) @local.name type: (type_constraint . (_) @local.type))
+(argument_list (identifier) @call.name) @value
+(argument_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value
+(literal_value (literal_element (identifier) @call.name) @value)
+(literal_value (literal_element (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
+(keyed_element (literal_element) (literal_element (identifier) @call.name) @value)
+(keyed_element (literal_element) (literal_element (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
+(assignment_statement right: (expression_list (identifier) @call.name) @value)
+(assignment_statement right: (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
+(short_var_declaration right: (expression_list (identifier) @call.name) @value)
+(short_var_declaration right: (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
+(var_spec value: (expression_list (identifier) @call.name) @value)
+(var_spec value: (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
+(return_statement (expression_list (identifier) @call.name) @value)
+(return_statement (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
