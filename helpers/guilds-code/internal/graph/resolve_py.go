@@ -12,6 +12,7 @@ type pyType struct {
 	from    *File   // the file whose import named module
 	known   bool    // the type is stated; with nothing above it is outside the repository (a builtin, an untyped parameter)
 	opaque  bool    // not known, but bound to a value whose type the syntax does not give (a call's, an attribute's)
+	super   bool    // super(): classes are the rest of a class's MRO, in order; the first that defines a name has it
 }
 
 // pyUnknown is an expression the syntax does not type.
@@ -144,7 +145,7 @@ func (g *Graph) pyExprUncached(fi int32, f *File, scope int32, expr string, dept
 		if cls.F < 0 {
 			return pyUnknown
 		}
-		t = pyType{classes: g.pyBases(cls, depth+1), known: true}
+		t = pyType{classes: g.pyBases(cls, depth+1), known: true, super: true}
 		first.call = false
 	default:
 		t = g.pyName(fi, f, scope, first.name, depth+1)
@@ -453,6 +454,14 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 	if len(t.classes) == 0 {
 		return pyOpaque // an attribute of a type outside the repository: the graph does not know it
 	}
+	if t.super {
+		for _, c := range t.classes {
+			if m := g.pyOwnMethod(c, name); m.F >= 0 {
+				return pyType{funcs: []SymID{m}, known: true}
+			}
+		}
+		return g.pyField(t.classes[0], name, depth+1)
+	}
 	var out pyType
 	out.known = true
 	for _, cls := range t.classes {
@@ -473,11 +482,18 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 // pyMethod is the method name of class cls or the first of its bases (in order) that defines it, else {-1,-1}.
 func (g *Graph) pyMethod(cls SymID, name string, depth int) SymID {
 	for _, c := range g.pyMRO(cls, depth) {
-		f := g.Files[c.F]
-		for si, s := range f.Syms() {
-			if s.Parent == c.S && s.Name == name && s.Kind.Callable() {
-				return SymID{c.F, int32(si)}
-			}
+		if m := g.pyOwnMethod(c, name); m.F >= 0 {
+			return m
+		}
+	}
+	return SymID{-1, -1}
+}
+
+// pyOwnMethod is the method name class c itself defines, else {-1,-1}.
+func (g *Graph) pyOwnMethod(c SymID, name string) SymID {
+	for si, s := range g.Files[c.F].Syms() {
+		if s.Parent == c.S && s.Name == name && s.Kind.Callable() {
+			return SymID{c.F, int32(si)}
 		}
 	}
 	return SymID{-1, -1}
