@@ -109,11 +109,16 @@ func (g *Graph) Resolve(fi int32, r *Ref) ([]SymID, How) {
 }
 
 func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, How) {
+	f := g.Files[fi]
 	cands := g.Named(r.Name)
+	if r.Recv == "" && f.Lang != "go" {
+		if n := importedName(f, r.Name); n != "" {
+			cands = g.Named(n) // from m import n as alias: alias() calls n
+		}
+	}
 	if len(cands) == 0 {
 		return nil, Typed
 	}
-	f := g.Files[fi]
 	if fam := family(f.Lang); !sameFamily(g, cands, fam) {
 		cands = filter(cands, func(id SymID) bool { return family(g.Files[id.F].Lang) == fam })
 		if len(cands) == 0 {
@@ -256,6 +261,29 @@ func (g *Graph) CountRefs() {
 	}
 }
 
+// importedName is the member a Python or JS/TS file imports under alias (from m import n as alias), else "".
+func importedName(f *File, alias string) string {
+	for _, im := range f.Imps() {
+		if im.Alias == alias && im.Name != "" && im.Name != alias && im.Name != "default" && im.Name != "*" {
+			return im.Name
+		}
+	}
+	return ""
+}
+
+// importAlias is the local name a Python or JS/TS file imports member name under, else "".
+func importAlias(f *File, name string) string {
+	if f.Lang == "go" {
+		return ""
+	}
+	for _, im := range f.Imps() {
+		if im.Name == name && im.Alias != "" && im.Alias != name {
+			return im.Alias
+		}
+	}
+	return ""
+}
+
 // Edge is one call site or reference and the symbol it was resolved to.
 type Edge struct {
 	File   int32 // file holding the call site
@@ -279,11 +307,12 @@ func (g *Graph) CallersOf(t SymID) []Edge {
 	name := g.Sym(t).Name
 	var out []Edge
 	for fi, f := range g.Files {
-		if !f.MayCall(name) {
+		alias := importAlias(f, name)
+		if !f.MayCall(name) && (alias == "" || !f.MayCall(alias)) {
 			continue
 		}
 		for ri := range f.LoadRefs() {
-			if f.Refs[ri].Name != name {
+			if n := f.Refs[ri].Name; n != name && (n != alias || alias == "") {
 				continue
 			}
 			ids, how := g.Resolve(int32(fi), &f.Refs[ri])
