@@ -358,13 +358,27 @@ func (s *Store) StartCall(ctx context.Context, c orchestrator.ToolCall) (int64, 
 	return seq, nil
 }
 
+// completeSQL stores the result of started call ($1, $2). "Still started" is written finished_at
+// IS NULL (only a started call has none), so the planner always finds the row by its key:
+// tool_calls_started, which status = 'started' would match, holds an entry for every call
+// completed since the last vacuum.
+const completeSQL = `UPDATE tool_calls SET status = 'completed', result = $3, metadata = $4, is_error = $5, finished_at = $6,
+		duration_ms = $7, arguments = COALESCE($8, arguments)
+	WHERE run_id = $1 AND seq = $2 AND finished_at IS NULL`
+
+// completeArgs are completeSQL's arguments for c.
+func completeArgs(c orchestrator.ToolCall) []any {
+	meta := []byte(c.Metadata)
+	if len(meta) == 0 {
+		meta = []byte("{}")
+	}
+	return []any{c.RunID, c.Seq, c.Result, meta, c.IsError, c.FinishedAt, c.DurationMS, nilIfEmpty(c.Arguments)}
+}
+
 // CompleteCall stores the result of started call (c.RunID, c.Seq), and its arguments again when
 // c has them (redacted with what the handler added).
 func (s *Store) CompleteCall(ctx context.Context, c orchestrator.ToolCall) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE tool_calls SET status = 'completed', result = $3, metadata = $4, is_error = $5, finished_at = $6, duration_ms = $7,
-			arguments = COALESCE($8, arguments)
-		WHERE run_id = $1 AND seq = $2 AND status = 'started'`,
-		c.RunID, c.Seq, c.Result, []byte(c.Metadata), c.IsError, c.FinishedAt, c.DurationMS, nilIfEmpty(c.Arguments))
+	tag, err := s.pool.Exec(ctx, completeSQL, completeArgs(c)...)
 	if err != nil {
 		return fmt.Errorf("record call %d of run %s as completed: %w", c.Seq, c.RunID, err)
 	}
@@ -372,6 +386,75 @@ func (s *Store) CompleteCall(ctx context.Context, c orchestrator.ToolCall) error
 		return orchestrator.Errorf(orchestrator.ECONFLICT, "call %d of run %s is no longer recorded as started (marked interrupted?); its result was not stored", c.Seq, c.RunID)
 	}
 	return nil
+}
+
+// startAfterSQL is startCallSQL that also stores one earlier call's completion ($9..$16, as
+// completeSQL takes them), in one statement.
+var startAfterSQL = "WITH done AS (" + shiftParams(completeSQL, 8) + " RETURNING 1),\n" + strings.TrimPrefix(startCallSQL, "WITH ")
+
+// shiftParams renumbers the parameters $1..$9 of sql by n.
+func shiftParams(sql string, n int) string {
+	var pairs []string
+	for i := 9; i >= 1; i-- { // $9 before $1, so $1 does not match the start of $10
+		pairs = append(pairs, fmt.Sprintf("$%d", i), fmt.Sprintf("$%d", i+n))
+	}
+	return strings.NewReplacer(pairs...).Replace(sql)
+}
+
+// StartCallAfter is StartCall that also stores done, an earlier call's completion, in the same
+// statement (one round trip for both). stored says whether done was written: it is not when the
+// statement failed (a duplicate call id aborts it too), and then the caller stores it itself.
+func (s *Store) StartCallAfter(ctx context.Context, c orchestrator.ToolCall, done *orchestrator.ToolCall) (int64, bool, error) {
+	if done == nil {
+		seq, err := s.StartCall(ctx, c)
+		return seq, true, err
+	}
+	var client, process *string
+	if c.ClientCallID != "" {
+		client = &c.ClientCallID
+	}
+	if c.Process != "" {
+		process = &c.Process
+	}
+	var seq int64
+	args := append([]any{c.RunID, c.CallID, client, c.RequestHash, c.Name, []byte(c.Arguments), c.StartedAt, process}, completeArgs(*done)...)
+	err := s.pool.QueryRow(ctx, startAfterSQL, args...).Scan(&seq)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "tool_calls_client_call_id":
+		return 0, false, orchestrator.ErrDuplicateCall
+	case errors.Is(err, pgx.ErrNoRows): // the completion ran: a data-modifying WITH always does
+		return 0, true, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed or has spent its tool_call_budget; nothing was stored", c.RunID)
+	case err != nil:
+		return 0, false, fmt.Errorf("record call of run %s as started: %w", c.RunID, err)
+	}
+	return seq, true, nil
+}
+
+// CompleteCalls stores the results of started calls in one round trip (all or none), and says
+// how many were still started (the others were marked interrupted meanwhile, or deleted with their run).
+func (s *Store) CompleteCalls(ctx context.Context, done []orchestrator.ToolCall) (int64, error) {
+	if len(done) == 0 {
+		return 0, nil
+	}
+	b := &pgx.Batch{}
+	for _, c := range done {
+		b.Queue(completeSQL, completeArgs(c)...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	var n int64
+	for range done {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close()
+			return 0, fmt.Errorf("record %d calls as completed: %w", len(done), err)
+		}
+		n += tag.RowsAffected()
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("record %d calls as completed: %w", len(done), err)
+	}
+	return n, nil
 }
 
 // nilIfEmpty is b, or NULL when it is empty.

@@ -32,7 +32,7 @@ func TestTransactionalCalls(t *testing.T) {
 				return "", err
 			}
 			if spoil { // the call's row changes behind the transaction: its completion fails
-				if _, err := pool.Exec(context.Background(), "UPDATE tool_calls SET status = 'interrupted' WHERE call_id = $1", c.CallID); err != nil {
+				if _, err := pool.Exec(context.Background(), "UPDATE tool_calls SET status = 'interrupted', finished_at = now() WHERE call_id = $1", c.CallID); err != nil {
 					return "", err
 				}
 			}

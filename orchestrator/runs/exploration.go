@@ -22,6 +22,9 @@ func (s *Service) explore(ctx context.Context, run *orchestrator.Run) error {
 	if !ok {
 		return orchestrator.Errorf(orchestrator.EINTERNAL, "the run store cannot record exploration figures")
 	}
+	if err := s.settle(ctx, run.ID); err != nil {
+		return err
+	}
 	calls, err := s.Runs.ListCalls(ctx, run.ID, orchestrator.CallPage{})
 	if err != nil {
 		return fmt.Errorf("exploration of run %s: %w", run.ID, err)

@@ -47,6 +47,7 @@ type Service struct {
 	gates     map[string]*gate              // one per run with a call in flight or waiting
 	flights   map[string]*flight            // calls in flight under a client call id, by run and id
 	extras    map[string]*pipeline.Redactor // values handlers added through registry.Call.Secrets, per run
+	behind    behind                        // answered calls whose completed records are not written yet
 }
 
 // gate orders one run's work: calls hold rw shared, CloseRun and NextGeneration alone; the calls
@@ -230,6 +231,9 @@ func (s *Service) ListCalls(ctx context.Context, runID string, page orchestrator
 	if page.After < 0 {
 		return nil, orchestrator.Errorf(orchestrator.EINVALID, "after must be a seq (0 or more), got %d", page.After)
 	}
+	if err := s.settle(ctx, runID); err != nil {
+		return nil, err
+	}
 	return s.Runs.ListCalls(ctx, runID, page)
 }
 
@@ -320,7 +324,7 @@ func (s *Service) KeepAlive(ctx context.Context) {
 }
 
 // InterruptedResult is the stored result of a call the orchestrator's stop cut short.
-const InterruptedResult = "ERROR: the orchestrator stopped while this call ran, so its result was lost; it may have had some or all of its effect (a command may have run, a file or note may have been written): check before doing it again"
+const InterruptedResult = "ERROR: the orchestrator stopped while this call ran (or before its result was stored), so its result was lost; it may have had some or all of its effect (a command may have run, a file or note may have been written): check before doing it again"
 
 // CloseRun closes a run: it refuses further calls. It waits for the calls in flight to finish.
 func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, error) {
@@ -522,6 +526,9 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 		s.mu.Unlock()
 		close(f.done)
 	}()
+	if err := s.settle(client, runID); err != nil {
+		return CallResult{}, err
+	}
 	stored, err := s.Runs.GetClientCall(ctx, runID, req.CallID)
 	switch orchestrator.ErrorCode(err) {
 	case "":
@@ -606,10 +613,11 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	callID := orchestrator.NewID(orchestrator.PrefixCall)
 	started := s.now()
 	storedArgs := boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
-	seq, err := s.Runs.StartCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
+	seq, err := s.startCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
 		Name: req.Name, Arguments: storedArgs, RequestHash: hash, StartedAt: started, Process: s.Process.ID})
 	switch {
 	case errors.Is(err, orchestrator.ErrDuplicateCall): // recorded meanwhile by another process
+		_ = s.settle(ctx, run.ID)
 		stored, gerr := s.Runs.GetClientCall(ctx, run.ID, req.CallID)
 		if gerr != nil {
 			return CallResult{}, gerr
@@ -670,6 +678,12 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 				return CallResult{}, err
 			}
 		}
+	} else if s.behindStore() != nil {
+		// Answered before its completed record is written: the next call's start carries the
+		// record, or it is written on its own within Linger. The started record, written before
+		// the tool ran, is what keeps every effect recorded.
+		call = finish(ctx)
+		s.answer(call)
 	} else {
 		call = finish(ctx)
 		if err := s.complete(ctx, call); err != nil {
@@ -685,6 +699,27 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	s.observe(req.Name, outcome, finished.Sub(started))
 	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
+}
+
+// startCall records c as started, and carries the records of calls answered meanwhile when the
+// store can (BehindStore).
+func (s *Service) startCall(ctx context.Context, c orchestrator.ToolCall) (int64, error) {
+	bs := s.behindStore()
+	if bs == nil {
+		return s.Runs.StartCall(ctx, c)
+	}
+	taken := s.takeBehind(1)
+	var done *orchestrator.ToolCall
+	if len(taken) == 1 {
+		done = &taken[0].call
+	}
+	seq, stored, err := bs.StartCallAfter(ctx, c, done)
+	if stored {
+		s.wrote(taken, nil)
+	} else {
+		s.requeue(taken)
+	}
+	return seq, err
 }
 
 // observe tells Observe about a call, when it is set.

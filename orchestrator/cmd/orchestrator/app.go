@@ -330,6 +330,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		log.Error("shutdown", "err", err.Error())
 	}
 	<-served
+	// Calls answered in the last milliseconds may not have their completed records written yet.
+	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	svc.Drain(drainCtx)
+	stopDrain()
 	log.Info("stopped")
 	return nil
 }

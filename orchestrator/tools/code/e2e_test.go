@@ -258,6 +258,12 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 			if meta["exit_code"] != 0.0 {
 				t.Fatalf("shell meta: %v", meta)
 			}
+			e.do(200, "GET", "/api/runs/"+runID+"/calls", nil) // its completed record is written before the listing answers
+			var redacted int
+			if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM tool_calls WHERE run_id = $1 AND name = 'shell' AND status = 'completed' AND result LIKE '%REDACTED%'`,
+				runID).Scan(&redacted); err != nil || redacted != 1 {
+				t.Fatalf("the shell call's completed, redacted record: %d rows (%v)", redacted, err)
+			}
 			var stored int
 			if err := e.pool.QueryRow(context.Background(),
 				`SELECT count(*) FROM tool_calls WHERE run_id = $1 AND (result LIKE '%'||$2||'%' OR metadata::text LIKE '%'||$2||'%' OR arguments::text LIKE '%'||$2||'%')`,
