@@ -127,7 +127,7 @@ func (p *Policy) RunState(ctx context.Context, agent orchestrator.Agent) *orches
 	if p.Remote == nil || p.Remote.Local == nil || !p.Remote.Local.Serves(PinnedPricesSlug) {
 		return nil
 	}
-	res, err := p.Store.Resolution(ctx, AgentChain(agent))
+	res, err := p.resolution(ctx, agent)
 	if err != nil {
 		p.log().Warn("pinned prices: reading the agent's bindings failed", "agent_id", agent.ID, "err", err.Error())
 		return &orchestrator.RunState{Prices: []orchestrator.PinnedPrice{}, PricesError: "the pinned prices could not be quoted: the agent's bindings could not be read"}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/catalog"
@@ -21,6 +23,52 @@ type Policy struct {
 	Rules  runs.DefaultOffer // the config-flag, run-kind and integration rules
 	Remote *Remote           // relists stale listings of connected remote logins at run start; nil never relists
 	Log    *slog.Logger
+
+	mu       sync.Mutex
+	resolved map[string]resolved // the resolution a run start's offer read, by agent, for its RunState
+}
+
+// resolved is an agent's resolution as an offer read it.
+type resolved struct {
+	res orchestrator.Resolution
+	at  time.Time
+}
+
+// resolvedFresh is how long an offer's resolution serves the RunState of the same start;
+// maxResolved bounds how many are kept (a generation's offer has no RunState to take its own).
+const (
+	resolvedFresh = 2 * time.Second
+	maxResolved   = 1024
+)
+
+// keep remembers the resolution an offer read for the agent's RunState.
+func (p *Policy) keep(agentID string, res orchestrator.Resolution) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.resolved == nil || len(p.resolved) >= maxResolved {
+		for id, r := range p.resolved {
+			if now.Sub(r.at) > resolvedFresh {
+				delete(p.resolved, id)
+			}
+		}
+		if p.resolved == nil || len(p.resolved) >= maxResolved {
+			p.resolved = map[string]resolved{}
+		}
+	}
+	p.resolved[agentID] = resolved{res: res, at: now}
+}
+
+// resolution is the agent's resolution: the one its run start's offer just read, else a new read.
+func (p *Policy) resolution(ctx context.Context, agent orchestrator.Agent) (orchestrator.Resolution, error) {
+	p.mu.Lock()
+	r, ok := p.resolved[agent.ID]
+	delete(p.resolved, agent.ID)
+	p.mu.Unlock()
+	if ok && time.Since(r.at) <= resolvedFresh {
+		return r.res, nil
+	}
+	return p.Store.Resolution(ctx, AgentChain(agent))
 }
 
 var _ runs.MCPOfferPolicy = (*Policy)(nil)
@@ -56,6 +104,7 @@ func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []r
 		}
 		ix = newIndex(res.Rows)
 	}
+	p.keep(in.Agent.ID, res)
 	var native []registry.Tool
 	for _, t := range tools {
 		if t.Family == orchestrator.FamilyAlways {
