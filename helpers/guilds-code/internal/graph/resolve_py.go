@@ -78,11 +78,21 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 		return g.genericHow(fi, f, r, cands)
 	}
+	if r.Value {
+		// An attribute read calls a property's getter; it names no other function.
+		cands = filter(cands, g.pyProperty)
+		if len(cands) == 0 {
+			return nil, Typed
+		}
+	}
 	t := g.pyExpr(fi, f, r.From, r.Recv, 0)
 	if t.opaque {
 		return nil, Typed
 	}
 	if !t.known {
+		if r.Value {
+			return nil, Typed // an attribute read is matched only on a typed receiver
+		}
 		return g.genericHow(fi, f, r, cands)
 	}
 	var out []SymID
@@ -92,6 +102,24 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 	}
 	return out, Typed
+}
+
+// pyProperty reports whether a method is a property (@property, @functools.cached_property, ...):
+// reading the attribute calls it.
+func (g *Graph) pyProperty(id SymID) bool {
+	s := g.Sym(id)
+	if s.Kind != KindMethod {
+		return false
+	}
+	for _, l := range s.Locals {
+		if l.Name == s.Name {
+			switch lastSegment(l.Type) {
+			case "property", "cached_property", "abstractproperty":
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genericHow resolves by the rules every language shares.
@@ -250,8 +278,8 @@ func (g *Graph) pyName(fi int32, f *File, scope int32, name string, depth int) p
 func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyType, bool) {
 	found, untyped := false, false
 	for _, l := range f.Syms()[s].Locals {
-		if l.Name != name {
-			continue
+		if l.Name != name || name == f.Syms()[s].Name && f.Syms()[s].Kind.Callable() {
+			continue // a function's own name is its decorator's (@property)
 		}
 		found = true
 		t := g.pyTypeOf(fi, f, s, l.Type, depth)
@@ -466,6 +494,9 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 	out.known = true
 	for _, cls := range t.classes {
 		if m := g.pyMethod(cls, name, depth+1); m.F >= 0 {
+			if g.pyProperty(m) {
+				out.classes = append(out.classes, g.pyReturns(m, depth+1).classes...)
+			}
 			out.funcs = append(out.funcs, m)
 			continue
 		}

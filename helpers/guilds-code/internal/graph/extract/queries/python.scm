@@ -25,3 +25,6 @@
 (for_in_clause left: (pattern_list (identifier) @local.param))
 (as_pattern alias: (as_pattern_target (identifier) @local.param))
 (assignment left: (pattern_list (identifier) @local.param))
+(attribute object: (_) @call.recv attribute: (identifier) @call.name) @value
+(decorated_definition (decorator (identifier) @local.type) definition: (function_definition name: (identifier) @local.name))
+(decorated_definition (decorator (attribute) @local.type) definition: (function_definition name: (identifier) @local.name))
