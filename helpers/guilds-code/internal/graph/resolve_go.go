@@ -216,6 +216,9 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 		if strings.HasSuffix(expr[:open], ".") {
 			return g.goTypeNamed(f, expr[open+1:len(expr)-1]) // a type assertion x.(T)
 		}
+		if strings.TrimSpace(expr[:open]) == "new" {
+			return g.goTypeNamed(f, expr[open+1:len(expr)-1]) // new(T)
+		}
 		// A call: f(...), pkg.F(...), x.M(...), T(...).
 		return g.goCallType(f, from, expr[:open], 0, depth)
 	}
@@ -339,7 +342,7 @@ func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, 
 		return nil, "", false
 	}
 	if isIdent(expr) {
-		if typ := localType(f, from, expr); typ != "" && !strings.HasSuffix(typ, "()") && !strings.HasPrefix(typ, "range ") {
+		if typ := localType(f, from, expr); typ != "" && !strings.Contains(typ, "()") && !strings.HasPrefix(typ, "range ") && !strings.HasPrefix(typ, "=") {
 			return f, typ, true
 		}
 		return nil, "", false

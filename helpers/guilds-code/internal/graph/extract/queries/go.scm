@@ -19,10 +19,10 @@
 (composite_literal type: (qualified_type package: (package_identifier) @call.recv name: (type_identifier) @call.name)) @call
 (import_spec name: (_)? @import.alias path: (interpreted_string_literal) @import.path) @import
 (package_clause (package_identifier) @package)
-(parameter_declaration name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type)) (slice_type) (map_type) (array_type)] @local.type)
+(parameter_declaration name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type)) (slice_type) (map_type) (array_type) (channel_type)] @local.type)
 (short_var_declaration left: (expression_list . (identifier) @local.name) right: (expression_list . [(composite_literal type: (_) @local.type) (unary_expression operand: (composite_literal type: (_) @local.type)) (call_expression) @local.type (type_assertion_expression type: (_) @local.type)]))
 (var_spec name: (identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type))] @local.type)
-(field_declaration name: (field_identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type)) (slice_type) (map_type) (array_type)] @local.type)
+(field_declaration name: (field_identifier) @local.name type: [(type_identifier) (pointer_type (type_identifier)) (qualified_type) (pointer_type (qualified_type)) (generic_type) (pointer_type (generic_type)) (slice_type) (map_type) (array_type) (channel_type)] @local.type)
 (range_clause left: (expression_list) @local.name right: (_) @local.range)
 (field_declaration type: (_)) @local.embed
 (interface_type (type_elem . [(type_identifier) (qualified_type)] @local.embed))
