@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -527,10 +528,14 @@ const chainWhere = `((b.scope = 'platform' AND b.scope_id = '') OR (b.scope = 'o
 	OR (b.scope = 'guild' AND b.scope_id = $2) OR (b.scope = 'agent' AND b.scope_id = $3))`
 
 // Resolution reads the chain's rows and the connections they name, with their servers and listed
-// tools (less those an admin unpublished from the catalog), as one batch: one round trip whatever
-// the number of tools.
+// tools (less those an admin unpublished from the catalog). The rows and the connections, with
+// each one's tools_version, are one batch; the tools come from the process's cache of that
+// version (listedTools), so a second round trip is made only for a list this process has not read.
 func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orchestrator.Resolution, error) {
 	res := orchestrator.Resolution{Connections: map[string]orchestrator.ResolvedConnection{}}
+	versions := map[string]int64{}
+	unpublished := map[string][]string{}
+	var ids []string
 	b := &pgx.Batch{}
 	b.Queue("SELECT "+bindingColumns+" FROM bindings b WHERE "+chainWhere, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
 		var err error
@@ -538,33 +543,41 @@ func (s *Store) Resolution(ctx context.Context, chain orchestrator.Chain) (orche
 		return err
 	})
 	b.Queue(`SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''), c.status,
-			c.listed_at, c.transport, c.list_error, s.name, s.kind, s.auth, s.published, t.remote_name, t.name, t.description, t.offered_schema
+			c.listed_at, c.transport, c.list_error, s.name, s.kind, s.auth, s.published, c.tools_version,
+			ARRAY(SELECT ct.name FROM mcp_catalog_tools ct WHERE ct.server_slug = c.server_slug AND NOT ct.published)
 		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug
-		LEFT JOIN mcp_tools t ON t.connection_id = c.id
-			AND NOT EXISTS (SELECT 1 FROM mcp_catalog_tools ct WHERE ct.server_slug = c.server_slug AND ct.name = t.remote_name AND NOT ct.published)
 		WHERE c.id IN (SELECT b.connection_id FROM bindings b WHERE `+chainWhere+` AND b.connection_id IS NOT NULL)
-		ORDER BY c.id, t.name`, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
+		ORDER BY c.id`, chain.OrgID, chain.GuildID, chain.AgentID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var c orchestrator.ResolvedConnection
-			var remote, name, desc *string
-			var schema []byte
+			var version int64
+			var hidden []string
 			if err := rows.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status,
-				&c.ListedAt, &c.Transport, &c.ListError, &c.ServerName, &c.ServerKind, &c.ServerAuth, &c.ServerPublished, &remote, &name, &desc, &schema); err != nil {
+				&c.ListedAt, &c.Transport, &c.ListError, &c.ServerName, &c.ServerKind, &c.ServerAuth, &c.ServerPublished, &version, &hidden); err != nil {
 				return err
 			}
-			if prev, ok := res.Connections[c.ID]; ok {
-				c = prev
-			}
-			if remote != nil {
-				c.Tools = append(c.Tools, orchestrator.ListedTool{RemoteName: *remote, Name: *name, Description: *desc, OfferedSchema: schema})
-				c.ToolCount = len(c.Tools)
-			}
 			res.Connections[c.ID] = c
+			versions[c.ID], unpublished[c.ID] = version, hidden
+			ids = append(ids, c.ID)
 		}
 		return rows.Err()
 	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return res, fmt.Errorf("resolve bindings for %s: %w", describe(chain), err)
+	}
+	lists, err := s.listedTools(ctx, ids, versions)
+	if err != nil {
+		return res, fmt.Errorf("resolve bindings for %s: %w", describe(chain), err)
+	}
+	for _, id := range ids {
+		c := res.Connections[id]
+		for _, t := range lists[id] {
+			if !slices.Contains(unpublished[id], t.RemoteName) {
+				c.Tools = append(c.Tools, t)
+			}
+		}
+		c.ToolCount = len(c.Tools)
+		res.Connections[id] = c
 	}
 	return res, nil
 }

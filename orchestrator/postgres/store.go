@@ -19,7 +19,8 @@ import (
 
 // Store implements orchestrator.ScopeStore and orchestrator.RunStore over a pgx pool.
 type Store struct {
-	pool db
+	pool  db
+	tools toolCache // connections' listed tools by version, for Resolution
 }
 
 var (
