@@ -15,6 +15,15 @@ type pyType struct {
 	super   bool    // super(): classes are the rest of a class's MRO, in order; the first that defines a name has it
 }
 
+// pyTooDeep reports whether depth is past pyMaxDepth; a type cut short there is not kept, as past a cycle.
+func (g *Graph) pyTooDeep(depth int) bool {
+	if depth <= pyMaxDepth {
+		return false
+	}
+	g.pyMemo().cycles++
+	return true
+}
+
 // pyUnknown is an expression the syntax does not type.
 var pyUnknown = pyType{}
 
@@ -26,7 +35,7 @@ var pyNone = pyType{known: true}
 var pyOpaque = pyType{opaque: true}
 
 // pyMaxDepth bounds how many assignments, returns and bases one type is followed through.
-const pyMaxDepth = 8
+const pyMaxDepth = 20
 
 type pyKey struct {
 	f     int32
@@ -36,14 +45,16 @@ type pyKey struct {
 
 // pyMemo keeps what Python resolution worked out, per graph.
 type pyMemo struct {
-	types map[pyKey]pyType
-	mro   map[SymID][]SymID
+	types  map[pyKey]pyType
+	mro    map[SymID][]SymID
+	busy   map[pyKey]bool // expressions being typed: asking again is a cycle
+	cycles int            // how many times a cycle was met: a type worked out past one is not kept
 }
 
 func (g *Graph) pyMemo() *pyMemo {
 	ix := g.index()
 	if ix.py == nil {
-		ix.py = &pyMemo{types: map[pyKey]pyType{}, mro: map[SymID][]SymID{}}
+		ix.py = &pyMemo{types: map[pyKey]pyType{}, mro: map[SymID][]SymID{}, busy: map[pyKey]bool{}}
 	}
 	return ix.py
 }
@@ -143,7 +154,7 @@ func contains32(ids []SymID, id SymID) bool {
 // pyExpr types an expression as written (a receiver, a variable's value): a chain of names, calls and
 // attributes such as self.parser.parse(fp) or Parser(policy=p); anything else is not typed.
 func (g *Graph) pyExpr(fi int32, f *File, scope int32, expr string, depth int) pyType {
-	if depth > pyMaxDepth {
+	if g.pyTooDeep(depth) {
 		return pyUnknown
 	}
 	key := pyKey{fi, scope, expr}
@@ -151,9 +162,17 @@ func (g *Graph) pyExpr(fi int32, f *File, scope int32, expr string, depth int) p
 	if t, ok := memo.types[key]; ok {
 		return t
 	}
-	memo.types[key] = pyUnknown // a cycle answers unknown
+	if memo.busy[key] {
+		memo.cycles++
+		return pyUnknown // a cycle answers unknown
+	}
+	memo.busy[key] = true
+	before := memo.cycles
 	t := g.pyExprUncached(fi, f, scope, expr, depth)
-	memo.types[key] = t
+	delete(memo.busy, key)
+	if memo.cycles == before {
+		memo.types[key] = t // worked out without meeting a cycle: the same from wherever it is asked
+	}
 	return t
 }
 
@@ -401,7 +420,7 @@ func (g *Graph) pyCall(t pyType, depth int) pyType {
 	switch {
 	case !t.known:
 		return t
-	case depth > pyMaxDepth || t.module != "":
+	case t.module != "" || g.pyTooDeep(depth):
 		return pyUnknown
 	case len(t.funcs) == 0:
 		return pyType{classes: t.classes, known: true} // an instance of the class; of nothing here for pyNone
@@ -449,7 +468,7 @@ func (g *Graph) pyAttr(t pyType, name string, depth int) pyType {
 	if !t.known {
 		return t
 	}
-	if depth > pyMaxDepth {
+	if g.pyTooDeep(depth) {
 		return pyUnknown
 	}
 	if t.module != "" {
@@ -582,12 +601,19 @@ func (g *Graph) pyMRO(cls SymID, depth int) []SymID {
 	if m, ok := memo.mro[cls]; ok {
 		return m
 	}
-	memo.mro[cls] = []SymID{cls} // a cycle stops here
+	key := pyKey{cls.F, cls.S, "(mro)"}
+	if memo.busy[key] {
+		memo.cycles++
+		return []SymID{cls} // a cycle stops here
+	}
+	memo.busy[key] = true
+	before := memo.cycles
+	defer delete(memo.busy, key)
 	all := []SymID{cls}
 	f := g.Files[cls.F]
 	s := f.Syms()[cls.S]
 	for _, l := range s.Locals {
-		if l.Name != "(base)" || depth > pyMaxDepth {
+		if l.Name != "(base)" || g.pyTooDeep(depth) {
 			continue
 		}
 		b := g.pyExpr(cls.F, f, s.Parent, l.Type, depth+1)
@@ -602,6 +628,8 @@ func (g *Graph) pyMRO(cls SymID, depth int) []SymID {
 			out = append(out, c)
 		}
 	}
-	memo.mro[cls] = out
+	if memo.cycles == before {
+		memo.mro[cls] = out
+	}
 	return out
 }
