@@ -74,10 +74,20 @@ func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 	}
 	if ok {
 		if t.dir == "" {
-			if t.name == "error" && t.ext == "" && r.Name == "Error" || goStdInterfaces[t.ext] {
+			// The error interface, declared in no package, reaches the Error methods of the calling
+			// package's own types (as gopls finds them); an interface of the standard library, those
+			// of the types the package can see.
+			isError := t.name == "error" && t.ext == "" && r.Name == "Error"
+			if isError || goStdInterfaces[t.ext] {
 				impls := filter(cands, func(id SymID) bool {
 					s := g.Sym(id)
-					return s.Kind == KindMethod && s.Container != "" && g.goSees(f, id) && (r.Name != "Error" || strings.Contains(s.Sig, "Error() string"))
+					if s.Kind != KindMethod || s.Container == "" || g.InInterface(id) {
+						return false
+					}
+					if isError {
+						return path.Dir(g.Files[id.F].Path) == dir && strings.Contains(s.Sig, "Error() string")
+					}
+					return g.goSees(f, id)
 				})
 				if len(impls) > 0 {
 					return impls, ViaInterface
