@@ -52,13 +52,19 @@ func tsAccuracy(b *testing.B, server, tsLib, mod, src string) (counts, counts) {
 	name := strings.SplitN(mod, "/", 2)[0]
 	root := filepath.Join(b.TempDir(), "repo")
 	graphtest.CopyTree(b, src, filepath.Join(root, name))
+	// One configured project holding every file: without it tsserver infers a project per opened file,
+	// and a function's callers in files not yet opened go uncounted.
+	tsconfig := `{"compilerOptions": {"target": "es2020", "module": "esnext", "moduleResolution": "node", "lib": ["es2020", "dom"], "noEmit": true, "skipLibCheck": true}, "include": ["**/*.ts", "**/*.tsx"]}`
+	if err := os.WriteFile(filepath.Join(root, "tsconfig.json"), []byte(tsconfig), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	g, err := Open(context.Background(), root, filepath.Join(b.TempDir(), "cache"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	oracleFile, missFile := "", ""
 	if dir := os.Getenv("GUILDS_ORACLE_CACHE"); dir != "" {
-		oracleFile = filepath.Join(dir, "tsserver-"+name+".json")
+		oracleFile = filepath.Join(dir, "tsserver-project-"+name+".json")
 		missFile = filepath.Join(dir, "misses-tsserver-"+name+".txt")
 	}
 	oracle := loadOracle(oracleFile)
