@@ -276,7 +276,7 @@ func (s *Store) CreateRun(ctx context.Context, r orchestrator.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	offered, err := json.Marshal(nonNil(r.OfferedTools))
+	offered, err := encodeOffered(r.OfferedTools)
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
