@@ -10,7 +10,7 @@ import (
 
 // Format names the encoding of files' blocks, which the graph file and the parse worker's records
 // share; it opens every graph file, and its last byte is the version.
-const Format = "GRAFT\x00\x12"
+const Format = "GRAFT\x00\x13"
 
 // MinSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
 const MinSymBytes = 10
@@ -74,6 +74,7 @@ func AppendSyms(dst []byte, syms []Symbol) []byte {
 		for _, l := range s.Locals {
 			e.Str(l.Name)
 			e.Str(l.Type)
+			e.UV(uint64(l.Line))
 		}
 	}
 	return e.Buf
@@ -100,7 +101,7 @@ func DecodeSyms(blob []byte, n int) ([]Symbol, error) {
 		if nl := d.Count(2); nl > 0 {
 			s.Locals = make([]Local, nl)
 			for k := range s.Locals {
-				s.Locals[k] = Local{Name: d.Str(), Type: d.Str()}
+				s.Locals[k] = Local{Name: d.Str(), Type: d.Str(), Line: d.U32()}
 			}
 		}
 	}
@@ -126,6 +127,7 @@ func SymNames(blob []byte, n int, fn func(int, string)) {
 		for nl := d.Count(2); nl > 0; nl-- {
 			d.Skip()
 			d.Skip()
+			d.UV()
 		}
 		if d.Err == nil {
 			fn(j, name)
@@ -157,6 +159,7 @@ func (f *File) EachSym(fn func(si int, name, container, doc string, refs uint32)
 		for nl := d.Count(2); nl > 0; nl-- {
 			d.Skip()
 			d.Skip()
+			d.UV()
 		}
 		if d.Err == nil {
 			fn(j, name, container, doc, refs)

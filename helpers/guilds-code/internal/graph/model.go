@@ -57,8 +57,11 @@ type Symbol struct {
 	Locals    []Local
 }
 
-// Local is a parameter or variable whose type the syntax states (Go).
-type Local struct{ Name, Type string }
+// Local is a parameter or variable whose type the syntax states, and the line binding it (0: unknown).
+type Local struct {
+	Name, Type string
+	Line       uint32
+}
 
 // Ref is one call site or reference.
 type Ref struct {
