@@ -13,7 +13,7 @@ func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 	}
 	// A name used as a value refers to a function or method only when the syntax says which: a
 	// local of that name is not one, and an untyped receiver's is never matched by name.
-	if r.Recv == "" && localType(f, r.From, r.Name) != "" {
+	if r.Recv == "" && goLocal(f, r.From, r.Line, r.Name) != "" {
 		return nil, Typed
 	}
 	cands = filter(cands, func(id SymID) bool { return g.Sym(id).Kind.Callable() })
@@ -62,12 +62,12 @@ func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 		}
 	}
 	// A method expression or value of a type the package can name: T.M, (*T).M, pkg.T.M.
-	if t, ok := g.goTypeName(f, r.From, recv); ok {
+	if t, ok := g.goTypeName(f, r.From, r.Line, recv); ok {
 		return g.goMethodCall(f, t, r.Name, cands)
 	}
 	// A receiver whose type the syntax gives calls that type's method; through an interface, the
 	// interface's and its implementations'; for another type from outside the repository, nothing.
-	t, ok := g.goExprType(f, r.From, recv, 0)
+	t, ok := g.goExprType(f, r.From, r.Line, recv, 0)
 	if !ok && r.Name == "Error" && (recv == "err" || strings.HasSuffix(recv, "err") || strings.HasSuffix(recv, "Err")) {
 		// An error value whose type the syntax leaves out is an error.
 		t, ok = goType{name: "error"}, true
@@ -118,12 +118,12 @@ func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 }
 
 // goTypeName is the repository type a receiver names when it is a type and not a value (T, (*T), pkg.T).
-func (g *Graph) goTypeName(f *File, from int32, recv string) (goType, bool) {
+func (g *Graph) goTypeName(f *File, from int32, line uint32, recv string) (goType, bool) {
 	tn := recv
 	if strings.HasPrefix(tn, "(") && strings.HasSuffix(tn, ")") {
 		tn = strings.TrimPrefix(tn[1:len(tn)-1], "*")
 	}
-	if q, n, ok := strings.Cut(tn, "."); ok && !(isIdent(q) && isIdent(n)) || !ok && (!isIdent(tn) || localType(f, from, tn) != "") {
+	if q, n, ok := strings.Cut(tn, "."); ok && !(isIdent(q) && isIdent(n)) || !ok && (!isIdent(tn) || goLocal(f, from, line, tn) != "") {
 		return goType{}, false
 	}
 	t, ok := g.goTypeNamed(f, tn)
@@ -192,18 +192,18 @@ var goStdInterfaces = map[string]bool{"fmt.Stringer": true, "fmt.Formatter": tru
 
 // goExprType is the type of a receiver expression as the syntax gives it: a typed local, a field
 // of one, a call's declared result, a conversion. ok is false when the syntax does not say.
-func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType, bool) {
+func (g *Graph) goExprType(f *File, from int32, line uint32, expr string, depth int) (goType, bool) {
 	if depth > 8 || expr == "" {
 		return goType{}, false
 	}
 	expr = strings.TrimSpace(expr)
 	switch {
 	case strings.HasPrefix(expr, "(") && goOpening(expr) == 0 && strings.HasSuffix(expr, ")"):
-		return g.goExprType(f, from, expr[1:len(expr)-1], depth+1) // (x)
+		return g.goExprType(f, from, line, expr[1:len(expr)-1], depth+1) // (x)
 	case strings.HasPrefix(expr, "<-"):
-		return g.goElemType(f, from, expr[2:], depth+1) // a receive from a channel
+		return g.goElemType(f, from, line, expr[2:], depth+1) // a receive from a channel
 	case strings.HasPrefix(expr, "&"), strings.HasPrefix(expr, "*"):
-		return g.goExprType(f, from, expr[1:], depth+1) // &T{}, *p: the pointer's type stands for the type
+		return g.goExprType(f, from, line, expr[1:], depth+1) // &T{}, *p: the pointer's type stands for the type
 	case strings.HasSuffix(expr, "}"):
 		// A composite literal: T{...}, pkg.T{...}, T[X]{...}.
 		if open := goOpening(expr); open > 0 {
@@ -215,7 +215,7 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 	case strings.HasSuffix(expr, "]"):
 		// An index: s[i], m[k] (a slice's, array's or map's element).
 		if open := goOpening(expr); open > 0 && expr[open] == '[' {
-			return g.goElemType(f, from, expr[:open], depth+1)
+			return g.goElemType(f, from, line, expr[:open], depth+1)
 		}
 		return goType{}, false
 	case strings.HasSuffix(expr, ")"):
@@ -230,21 +230,21 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 			return g.goTypeNamed(f, expr[open+1:len(expr)-1]) // new(T)
 		}
 		// A call: f(...), pkg.F(...), x.M(...), T(...).
-		return g.goCallType(f, from, expr[:open], 0, depth)
+		return g.goCallType(f, from, line, expr[:open], 0, depth)
 	}
 	if isIdent(expr) {
-		typ := localType(f, from, expr)
+		typ := goLocal(f, from, line, expr)
 		switch {
 		case strings.HasPrefix(typ, "range "):
-			return g.goElemType(f, from, strings.TrimPrefix(typ, "range "), depth+1)
+			return g.goElemType(f, from, line, strings.TrimPrefix(typ, "range "), depth+1)
 		case strings.HasPrefix(typ, "="):
-			return g.goExprType(f, from, typ[1:], depth+1)
+			return g.goExprType(f, from, line, typ[1:], depth+1)
 		}
-		if typ := g.goLocalType(f, from, expr); typ != "" {
+		if typ := g.goLocalType(f, from, line, expr); typ != "" {
 			if callee, k, ok := goCallLocal(typ); ok {
-				return g.goCallType(f, from, callee, k, depth+1)
+				return g.goCallType(f, from, line, callee, k, depth+1)
 			}
-			if c := localType(f, from, typ); c != "" && isIdent(typ) && !strings.HasPrefix(c, "=") {
+			if c := goLocal(f, from, line, typ); c != "" && isIdent(typ) && !strings.HasPrefix(c, "=") {
 				return g.goTypeNamed(f, c) // a type parameter: its constraint
 			}
 			return g.goTypeNamed(f, typ)
@@ -256,7 +256,7 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 		return goType{}, false
 	}
 	a, b := expr[:i], expr[i+1:]
-	if isIdent(a) && localType(f, from, a) == "" {
+	if isIdent(a) && goLocal(f, from, line, a) == "" {
 		if dirs, ok := g.goImport(f, a); ok {
 			// A package's variable: pkg.V.
 			if len(dirs) == 0 {
@@ -272,7 +272,7 @@ func (g *Graph) goExprType(f *File, from int32, expr string, depth int) (goType,
 	}
 	// A field: s.cache with s *Store and Store's field cache *Cache; s.db.pool a field of a field;
 	// a field of an embedded struct.
-	t, ok := g.goExprType(f, from, a, depth+1)
+	t, ok := g.goExprType(f, from, line, a, depth+1)
 	if !ok || t.dir == "" {
 		return goType{}, false
 	}
@@ -313,7 +313,7 @@ func (g *Graph) goPackageVarType(f *File, name string, depth int) (goType, bool)
 		}
 		for _, l := range s.Locals {
 			if l.Name == name {
-				return g.goExprType(o, id.S, l.Name, depth+1)
+				return g.goExprType(o, id.S, 0, l.Name, depth+1)
 			}
 		}
 	}
@@ -322,10 +322,10 @@ func (g *Graph) goPackageVarType(f *File, name string, depth int) (goType, bool)
 
 // goElemType is the element type of what expression expr holds (a slice, array, map's values or
 // channel), through a named type's underlying type.
-func (g *Graph) goElemType(f *File, from int32, expr string, depth int) (goType, bool) {
-	df, txt, ok := g.goTypeText(f, from, expr, depth+1)
+func (g *Graph) goElemType(f *File, from int32, line uint32, expr string, depth int) (goType, bool) {
+	df, txt, ok := g.goTypeText(f, from, line, expr, depth+1)
 	if !ok {
-		t, ok := g.goExprType(f, from, expr, depth+1)
+		t, ok := g.goExprType(f, from, line, expr, depth+1)
 		if !ok || t.dir == "" {
 			return goType{}, ok // the element of a type from outside the repository is from outside
 		}
@@ -346,13 +346,13 @@ func (g *Graph) goElemType(f *File, from int32, expr string, depth int) (goType,
 
 // goTypeText is the type of a typed local or of a field of one as written where it is declared
 // (slices and maps included), and the file declaring it.
-func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, string, bool) {
+func (g *Graph) goTypeText(f *File, from int32, line uint32, expr string, depth int) (*File, string, bool) {
 	expr = strings.TrimSpace(expr)
 	if depth > 4 {
 		return nil, "", false
 	}
 	if isIdent(expr) {
-		if typ := localType(f, from, expr); typ != "" && !strings.Contains(typ, "()") && !strings.HasPrefix(typ, "range ") && !strings.HasPrefix(typ, "=") {
+		if typ := goLocal(f, from, line, expr); typ != "" && !strings.Contains(typ, "()") && !strings.HasPrefix(typ, "range ") && !strings.HasPrefix(typ, "=") {
 			return f, typ, true
 		}
 		return nil, "", false
@@ -361,7 +361,7 @@ func (g *Graph) goTypeText(f *File, from int32, expr string, depth int) (*File, 
 	if i <= 0 || !isIdent(expr[i+1:]) {
 		return nil, "", false
 	}
-	t, ok := g.goExprType(f, from, expr[:i], depth+1)
+	t, ok := g.goExprType(f, from, line, expr[:i], depth+1)
 	if !ok || t.dir == "" {
 		return nil, "", false
 	}
@@ -391,7 +391,7 @@ func goElem(t string) string {
 
 // goCallType is the type a call of callee returns: a function's or method's declared result at
 // position k, or the type itself for a conversion.
-func (g *Graph) goCallType(f *File, from int32, callee string, k, depth int) (goType, bool) {
+func (g *Graph) goCallType(f *File, from int32, line uint32, callee string, k, depth int) (goType, bool) {
 	dir := path.Dir(f.Path)
 	if strings.HasSuffix(callee, "]") { // a generic function's instance: F[T](x)
 		if open := goOpening(callee); open > 0 {
@@ -412,7 +412,7 @@ func (g *Graph) goCallType(f *File, from int32, callee string, k, depth int) (go
 				return goType{}, true // a call into a package outside the repository
 			}
 			decl = filter(g.Named(n), func(id SymID) bool { return g.Sym(id).Container == "" && path.Dir(g.Files[id.F].Path) == dirs[0] })
-		} else if t, ok := g.goExprType(f, from, q, depth+1); ok {
+		} else if t, ok := g.goExprType(f, from, line, q, depth+1); ok {
 			if t.dir == "" {
 				return goType{}, true
 			}
@@ -546,16 +546,32 @@ func (g *Graph) goFieldType(dir, typ, name string) (*File, string) {
 }
 
 // goLocalType is the type the syntax gives to identifier name inside symbol from (receiver, parameters, literals).
-func (g *Graph) goLocalType(f *File, from int32, name string) string {
+func (g *Graph) goLocalType(f *File, from int32, line uint32, name string) string {
+	t := goLocal(f, from, line, name)
+	if i := strings.IndexByte(t, '['); i > 0 {
+		t = t[:i]
+	}
+	return strings.TrimPrefix(t, "*")
+}
+
+// goLocal is the type of local name in symbol from or the nearest symbol enclosing it that binds
+// the name: where one binds it more than once (a redeclaration, another closure's), the binding
+// nearest above line.
+func goLocal(f *File, from int32, line uint32, name string) string {
 	for s := from; s >= 0; s = f.Syms()[s].Parent {
+		best, found := "", false
+		var at uint32
 		for _, l := range f.Syms()[s].Locals {
-			if l.Name == name {
-				t := l.Type
-				if i := strings.IndexByte(t, '['); i > 0 {
-					t = t[:i]
-				}
-				return strings.TrimPrefix(t, "*")
+			switch {
+			case l.Name != name:
+			case !found:
+				best, at, found = l.Type, l.Line, true
+			case line > 0 && l.Line <= line && (at > line || l.Line > at):
+				best, at = l.Type, l.Line
 			}
+		}
+		if found {
+			return best
 		}
 	}
 	return ""

@@ -140,6 +140,7 @@ type refHit struct {
 
 type localHit struct {
 	at        uint32
+	line      uint32 // 1-based line of the name
 	name, typ string
 	ranged    bool   // name is a range clause's left side, typ "range " and what it ranges over
 	exprs     string // a Go short declaration's right side; name is then its left side
@@ -420,24 +421,24 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 			case rolePackage:
 				f.Pkg = string(src[sb:eb])
 			case roleLocalName:
-				loc.name, loc.at = string(src[sb:eb]), sb
+				loc.name, loc.at, loc.line = string(src[sb:eb]), sb, caps[c+3]+1
 			case roleLocalType:
 				loc.typ = localType(src[sb:eb])
 			case roleLocalParam:
-				loc.name, loc.at, loc.typ = string(src[sb:eb]), sb, "?"
+				loc.name, loc.at, loc.line, loc.typ = string(src[sb:eb]), sb, caps[c+3]+1, "?"
 			case roleLocalValue:
 				loc.typ = "(literal)"
 			case roleLocalReturn:
-				loc.name, loc.at, loc.typ = "(return)", sb, localType(src[sb:eb])
+				loc.name, loc.at, loc.line, loc.typ = "(return)", sb, caps[c+3]+1, localType(src[sb:eb])
 			case roleLocalBase:
-				loc.name, loc.at, loc.typ = "(base)", sb, oneLine(string(src[sb:eb]))
+				loc.name, loc.at, loc.line, loc.typ = "(base)", sb, caps[c+3]+1, oneLine(string(src[sb:eb]))
 			case roleLocalExpr:
 				if e := src[sb:eb]; len(e) <= 120 && !slices.Contains(e, '\n') {
 					loc.typ = "=" + string(e)
 				}
 			case roleLocalEmbed:
 				if t, ok := goEmbeddedType(src[sb:eb]); ok {
-					loc.name, loc.at, loc.typ = graph.GoBaseName(t), sb, t
+					loc.name, loc.at, loc.line, loc.typ = graph.GoBaseName(t), sb, caps[c+3]+1, t
 				}
 			case roleLocalExprs:
 				if e := src[sb:eb]; len(e) <= 240 && !slices.Contains(e, '\n') {
@@ -654,7 +655,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass ||
 			(l.Name == "python" || l.Name == "go") && f.Symbols[s].Kind == graph.KindVar || l.Name == "go" && f.Symbols[s].Kind == graph.KindInterface) {
-			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ})
+			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ, Line: lc.line})
 		}
 	}
 	return nil
@@ -684,7 +685,7 @@ func goBound(loc localHit) []localHit {
 		if n == "_" || n == "" {
 			continue
 		}
-		h := localHit{at: loc.at, name: n}
+		h := localHit{at: loc.at, line: loc.line, name: n}
 		switch {
 		case len(exprs) == len(names):
 			h.typ = "=" + exprs[k]
