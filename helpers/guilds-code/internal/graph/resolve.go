@@ -20,6 +20,7 @@ type index struct {
 	imports   map[string][]string           // memo: Go import path → folders
 	modules   map[string][2]string          // memo: folder → the folder and module path of its go.mod
 	py        *pyMemo                       // memo of Python types (resolve_py.go)
+	ts        *tsMemo                       // memo of TypeScript types (resolve_ts.go)
 }
 
 // Sym returns the symbol an id names.
@@ -130,7 +131,9 @@ func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, How) {
 		return g.resolveGo(fi, f, r, cands)
 	case "python":
 		return g.resolvePy(fi, f, r, cands)
-	case "javascript", "typescript", "tsx":
+	case "typescript", "tsx":
+		return g.resolveTS(fi, f, r, cands)
+	case "javascript":
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
 		}
