@@ -308,7 +308,7 @@ func edge(fi, ri int32, t SymID, ids []SymID, how How) Edge {
 // CallersOf lists every call site that resolves to the target.
 func (g *Graph) CallersOf(t SymID) []Edge {
 	name := g.Sym(t).Name
-	var out []Edge
+	out := g.tsConstructorCallers(t)
 	for fi, f := range g.Files {
 		alias := importAlias(f, name)
 		if !f.MayCall(name) && (alias == "" || !f.MayCall(alias)) {
