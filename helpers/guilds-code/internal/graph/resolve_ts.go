@@ -67,6 +67,11 @@ func (g *Graph) resolveTS(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
 		}
+		// Matched by name: every method of the name (the nearest-file guess misses the class an untyped
+		// callback parameter holds more often than it helps).
+		if ms := filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod }); len(ms) > 0 {
+			return ms, ByName
+		}
 		return g.genericHow(fi, f, r, cands)
 	}
 	var out []SymID
@@ -538,4 +543,38 @@ func (g *Graph) tsChildren() map[SymID][]SymID {
 		}
 	}
 	return memo.children
+}
+
+// tsConstructorCallers lists the sites that call a TypeScript constructor: new C(...) (and C(...)) of
+// its class, and super(...) in the constructors of the classes extending it.
+func (g *Graph) tsConstructorCallers(t SymID) []Edge {
+	s := g.Sym(t)
+	f := g.Files[t.F]
+	if s.Name != "constructor" || s.Parent < 0 || f.Lang != "typescript" && f.Lang != "tsx" {
+		return nil
+	}
+	cls := SymID{t.F, s.Parent}
+	name := g.Sym(cls).Name
+	var out []Edge
+	for fi, rf := range g.Files {
+		if family(rf.Lang) != "js" || !rf.MayCall(name) && !rf.MayCall("super") {
+			continue
+		}
+		for ri := range rf.LoadRefs() {
+			r := &rf.Refs[ri]
+			switch {
+			case r.Name == name && r.Recv == "":
+				if ids, _ := g.Resolve(int32(fi), r); contains32(ids, cls) {
+					out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t})
+				}
+			case r.Name == "super" && r.Recv == "" && (rf.Lang == "typescript" || rf.Lang == "tsx"):
+				if sub := g.tsEnclosingClass(rf, int32(fi), r.From); sub.F >= 0 {
+					if b := g.tsBases(sub, 0); len(b) > 0 && b[0] == cls {
+						out = append(out, Edge{File: int32(fi), Ref: int32(ri), Target: t})
+					}
+				}
+			}
+		}
+	}
+	return out
 }

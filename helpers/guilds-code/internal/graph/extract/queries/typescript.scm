@@ -39,3 +39,4 @@
 (function_signature return_type: (type_annotation (_) @local.return))
 (method_definition return_type: (type_annotation (_) @local.return))
 (method_signature return_type: (type_annotation (_) @local.return))
+(call_expression function: (super) @call.name) @call
