@@ -74,9 +74,8 @@ func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 	}
 	if ok {
 		if t.dir == "" {
-			// The error interface, declared in no package, reaches the Error methods of the calling
-			// package's own types (as gopls finds them); an interface of the standard library, those
-			// of the types the package can see.
+			// The error interface or one of the standard library's reaches the methods of the calling
+			// package's own types (gopls finds those; the types of other packages it leaves out).
 			isError := t.name == "error" && t.ext == "" && r.Name == "Error"
 			if isError || goStdInterfaces[t.ext] {
 				impls := filter(cands, func(id SymID) bool {
@@ -84,10 +83,8 @@ func (g *Graph) resolveGoCall(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 					if s.Kind != KindMethod || s.Container == "" || g.InInterface(id) {
 						return false
 					}
-					if isError {
-						return path.Dir(g.Files[id.F].Path) == dir && strings.Contains(s.Sig, "Error() string")
-					}
-					return g.goSees(f, id)
+					o := g.Files[id.F]
+					return path.Dir(o.Path) == dir && o.Pkg == f.Pkg && (!isError || strings.Contains(s.Sig, "Error() string"))
 				})
 				if len(impls) > 0 {
 					return impls, ViaInterface
