@@ -494,16 +494,17 @@ func (g *Graph) tsBases(cls SymID, depth int) []SymID {
 	return out
 }
 
-// tsFamily is method m with the methods of its name that its class's bases and every class extending or
-// implementing those declare.
+// tsFamily is method m with the methods of its name that the classes and interfaces above its class
+// declare (what it overrides or implements) and those below any of these (what overrides them): the
+// group the language service answers as one for each of its methods.
 func (g *Graph) tsFamily(m SymID) []SymID {
 	s := g.Sym(m)
 	if s.Kind != KindMethod || s.Parent < 0 {
 		return []SymID{m}
 	}
 	cls := SymID{m.F, s.Parent}
-	up := g.tsChain(cls, 0)
-	all := append([]SymID(nil), up...)
+	// The classes and interfaces above it that declare the name, and everything below those.
+	all := filter(g.tsChain(cls, 0), func(c SymID) bool { return g.pyOwnMethod(c, s.Name).F >= 0 })
 	children := g.tsChildren()
 	for i := 0; i < len(all) && i < 512; i++ {
 		for _, c := range children[all[i]] {
