@@ -237,6 +237,9 @@ func (g *Graph) tsName(fi int32, f *File, scope int32, name string, depth int) t
 			return tsNone
 		}
 	}
+	if t, ok := g.tsCallbackParam(fi, f, scope, name, depth+1); ok {
+		return t
+	}
 	var t tsType
 	for si, s := range syms {
 		if s.Parent >= 0 || s.Name != name {
@@ -514,9 +517,12 @@ func (g *Graph) tsFamily(m SymID) []SymID {
 		}
 	}
 	out := []SymID{m}
-	for _, c := range all {
-		if o := g.pyOwnMethod(c, s.Name); o.F >= 0 && o != m {
-			out = append(out, o)
+	for _, c := range append(all, cls) {
+		// Every declaration of the name in the class: its overload signatures and the implementation.
+		for si, o := range g.Files[c.F].Syms() {
+			if id := (SymID{c.F, int32(si)}); o.Parent == c.S && o.Name == s.Name && o.Kind.Callable() && !contains32(out, id) {
+				out = append(out, id)
+			}
 		}
 	}
 	return out
@@ -576,6 +582,117 @@ func (g *Graph) tsConstructorCallers(t SymID) []Edge {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// tsCallbackParam types a parameter of an arrow function passed to a call (operate((source, subscriber)
+// => ...), new Observable((subscriber) => ...)) by the callee's declared callback parameter: the k-th
+// parameter of the first parameter of the callee whose type is a function type.
+func (g *Graph) tsCallbackParam(fi int32, f *File, scope int32, name string, depth int) (tsType, bool) {
+	syms := f.Syms()
+	for s := scope; s >= 0; s = syms[s].Parent {
+		for _, l := range syms[s].Locals {
+			if !strings.HasPrefix(l.Name, "(") {
+				continue
+			}
+			k := tsParamIndex(l.Name, name)
+			if k < 0 {
+				continue
+			}
+			callee := g.tsExpr(fi, f, s, l.Type, depth+1)
+			fns := callee.funcs
+			for _, c := range callee.classes {
+				if m := g.pyOwnMethod(c, "constructor"); m.F >= 0 {
+					fns = append(fns, m)
+				}
+			}
+			for _, fn := range fns {
+				for _, pl := range g.Sym(fn).Locals {
+					if !strings.Contains(pl.Type, "=>") || !strings.HasPrefix(strings.TrimSpace(pl.Type), "(") {
+						continue
+					}
+					if params := tsParamTypes(pl.Type); k < len(params) {
+						return g.tsTypeOf(fn.F, g.Files[fn.F], fn.S, params[k], depth+1), true
+					}
+					break
+				}
+			}
+			return tsUnknown, true
+		}
+	}
+	return tsUnknown, false
+}
+
+// tsParamIndex is the position of name among the parameters written as list ("(a, b: T = x)"), else -1.
+func tsParamIndex(list, name string) int {
+	for k, p := range tsSplitTop(strings.TrimSuffix(strings.TrimPrefix(list, "("), ")")) {
+		p = strings.TrimSpace(p)
+		end := 0
+		for end < len(p) && isWordByte(p[end]) {
+			end++
+		}
+		if p[:end] == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// tsParamTypes is the types of a function type's parameters, this: left out ("(a: A, b: B) => R" is A, B).
+func tsParamTypes(fn string) []string {
+	fn = strings.TrimSpace(fn)
+	depth, end := 0, -1
+	for i := 0; i < len(fn) && end < 0; i++ {
+		switch fn[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				end = i
+			}
+		}
+	}
+	if end < 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range tsSplitTop(fn[1:end]) {
+		name, typ, ok := strings.Cut(p, ":")
+		if strings.TrimSpace(name) == "this" {
+			continue
+		}
+		if !ok {
+			typ = "any"
+		}
+		out = append(out, strings.TrimSpace(typ))
+	}
+	return out
+}
+
+// tsSplitTop splits s at the commas outside brackets.
+func tsSplitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '<', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '>':
+			if i == 0 || s[i-1] != '=' {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if strings.TrimSpace(s[start:]) != "" {
+		out = append(out, s[start:])
 	}
 	return out
 }

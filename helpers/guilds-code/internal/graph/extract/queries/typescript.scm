@@ -40,3 +40,5 @@
 (method_definition return_type: (type_annotation (_) @local.return))
 (method_signature return_type: (type_annotation (_) @local.return))
 (call_expression function: (super) @call.name) @call
+(call_expression function: [(identifier) (member_expression)] @local.type arguments: (arguments (arrow_function parameters: (formal_parameters) @local.name)))
+(new_expression constructor: (identifier) @local.type arguments: (arguments (arrow_function parameters: (formal_parameters) @local.name)))
