@@ -15,7 +15,7 @@ import (
 
 // tsModules are the real TypeScript packages code_callers is measured on, as npm ships their sources,
 // relative to GUILDS_TS_ORACLE's node_modules.
-var tsModules = []string{"immer/src", "rxjs/src"}
+var tsModules = []string{"immer/src", "rxjs/src", "mobx/src"}
 
 // BenchmarkCallersAccuracyTypeScript compares code_callers (in, depth 1) with the TypeScript language
 // service's call hierarchy (typescript-language-server over tsserver) over every function and method of
@@ -24,7 +24,7 @@ func BenchmarkCallersAccuracyTypeScript(b *testing.B) {
 	dir := os.Getenv("GUILDS_TS_ORACLE")
 	server := filepath.Join(dir, "node_modules", ".bin", "typescript-language-server")
 	if _, err := os.Stat(server); dir == "" || err != nil {
-		b.Skip("the TypeScript oracle is not installed: in a folder of its own, npm install typescript@5.6.3 typescript-language-server@4.3.3 immer@10.1.1 rxjs@7.8.1, and set GUILDS_TS_ORACLE to it")
+		b.Skip("the TypeScript oracle is not installed: in a folder of its own, npm install typescript@5.6.3 typescript-language-server@4.3.3 immer@10.1.1 rxjs@7.8.1 mobx@6.13.5, and set GUILDS_TS_ORACLE to it")
 	}
 	var all, typed counts
 	for _, mod := range tsModules {
