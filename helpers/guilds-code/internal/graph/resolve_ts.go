@@ -62,7 +62,17 @@ func (g *Graph) resolveTS(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 		return g.genericHow(fi, f, r, cands)
 	}
+	if r.Value {
+		// A member read calls a get accessor (a write, a set accessor); it names no other method.
+		cands = filter(cands, g.tsAccessor)
+		if len(cands) == 0 {
+			return nil, Typed
+		}
+	}
 	t := g.tsExpr(fi, f, r.From, r.Recv, 0)
+	if !t.known && r.Value {
+		return nil, Typed // a member read is matched only on a typed receiver
+	}
 	if !t.known {
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
@@ -83,6 +93,23 @@ func (g *Graph) resolveTS(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 	}
 	return out, Typed
+}
+
+// tsAccessor reports whether a method is a get or set accessor (get size() {...}).
+func (g *Graph) tsAccessor(id SymID) bool {
+	s := g.Sym(id)
+	if s.Kind != KindMethod {
+		return false
+	}
+	for _, w := range strings.Fields(s.Sig) {
+		switch {
+		case w == "get" || w == "set":
+			return true
+		case strings.HasPrefix(w, s.Name):
+			return false
+		}
+	}
+	return false
 }
 
 // tsExpr types an expression as written: a chain of names, calls and members (this.source.subscribe,

@@ -42,3 +42,7 @@
 (call_expression function: (super) @call.name) @call
 (call_expression function: [(identifier) (member_expression)] @local.type arguments: (arguments (arrow_function parameters: (formal_parameters) @local.name)))
 (new_expression constructor: (identifier) @local.type arguments: (arguments (arrow_function parameters: (formal_parameters) @local.name)))
+(member_expression object: (_) @call.recv property: (property_identifier) @call.name) @value
+(public_field_definition name: (property_identifier) @local.name value: (call_expression function: [(identifier) (member_expression)]) @local.type)
+(assignment_expression left: (member_expression object: (this) property: (property_identifier)) @local.name right: (call_expression function: [(identifier) (member_expression)]) @local.type)
+(assignment_expression left: (member_expression object: (this) property: (property_identifier)) @local.name right: (identifier) @local.type)
