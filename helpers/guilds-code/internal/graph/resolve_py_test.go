@@ -10,7 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
-// TestResolveScenarios runs testdata/resolve/*.txtar: each holds a repository's files, the tool calls
+// TestResolveScenarios runs testdata/resolve/*.txtar: each holds a repository's files (repos/<prefix>), the tool calls
 // in its comment (one "tool {args}" a line, after the description) and their answers in "want"; run
 // with -update to rewrite "want".
 func TestResolveScenarios(t *testing.T) {
@@ -25,13 +25,14 @@ func TestResolveScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			home := t.TempDir()
+			repo, _, _ := strings.Cut(filepath.Base(file), "_") // py_*.txtar in repos/py, ts_*.txtar in repos/ts
 			wantAt := -1
 			for i, f := range ar.Files {
 				if f.Name == "want" {
 					wantAt = i
 					continue
 				}
-				p := filepath.Join(home, "repos", "py", filepath.FromSlash(f.Name))
+				p := filepath.Join(home, "repos", repo, filepath.FromSlash(f.Name))
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
 				}
