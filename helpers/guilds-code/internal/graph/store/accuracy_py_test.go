@@ -23,7 +23,8 @@ import (
 
 // pythonModules are the real Python packages code_callers is measured on: the machine's own standard library.
 var pythonModules = []string{"/usr/lib/python3.11/email", "/usr/lib/python3.11/logging", "/usr/lib/python3.11/http",
-	"/usr/lib/python3.11/json", "/usr/lib/python3.11/asyncio"}
+	"/usr/lib/python3.11/json", "/usr/lib/python3.11/asyncio", "/usr/lib/python3.11/urllib", "/usr/lib/python3.11/concurrent",
+	"/usr/lib/python3.11/importlib"}
 
 // lspClient speaks the language server protocol over a server's standard input and output.
 type lspClient struct {
