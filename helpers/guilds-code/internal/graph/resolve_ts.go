@@ -147,6 +147,16 @@ func (g *Graph) tsTooDeep(depth int) bool {
 }
 
 func (g *Graph) tsExprUncached(fi int32, f *File, scope int32, expr string, depth int) tsType {
+	expr = strings.TrimSpace(expr)
+	for len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
+		expr = strings.TrimSpace(expr[1 : len(expr)-1])
+	}
+	if i := tsTopLevelAs(expr); i >= 0 {
+		return g.tsTypeOf(fi, f, scope, strings.TrimSpace(expr[i+4:]), depth+1) // x as T
+	}
+	if expr != "" && strings.ContainsRune("[\"'`0123456789", rune(expr[0])) {
+		return tsNone // a literal: an array, a string, a number
+	}
 	if rest, ok := strings.CutPrefix(expr, "new "); ok {
 		// new C(...): an instance of C
 		if i := strings.IndexByte(rest, '('); i > 0 {
@@ -189,6 +199,43 @@ func (g *Graph) tsExprUncached(fi int32, f *File, scope int32, expr string, dept
 		}
 	}
 	return t
+}
+
+// tsClosing is the index of the bracket closing the one at open, else -1.
+func tsClosing(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// tsTopLevelAs is the index of the last " as " outside brackets and strings in expr, else -1.
+func tsTopLevelAs(expr string) int {
+	depth, at := 0, -1
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '"', '\'', '`':
+			for i++; i < len(expr) && expr[i] != c; i++ {
+			}
+		case ' ':
+			if depth == 0 && strings.HasPrefix(expr[i:], " as ") {
+				at = i
+			}
+		}
+	}
+	return at
 }
 
 // tsPlain drops what does not change an expression's type: non-null assertions, optional chaining and
