@@ -537,8 +537,10 @@ func (g *Graph) tsField(cls SymID, name string, depth int) tsType {
 // tsParameterProperty reports whether a constructor's signature declares name as a parameter property.
 func tsParameterProperty(sig, name string) bool {
 	for _, mod := range []string{"private ", "public ", "protected ", "readonly "} {
-		if strings.Contains(sig, mod+name+":") || strings.Contains(sig, mod+name+"?:") || strings.Contains(sig, mod+"readonly "+name+":") {
-			return true
+		for _, after := range []string{":", "?:", " =", " :", ",", ")"} {
+			if strings.Contains(sig, mod+name+after) || strings.Contains(sig, mod+"readonly "+name+after) {
+				return true
+			}
 		}
 	}
 	return false

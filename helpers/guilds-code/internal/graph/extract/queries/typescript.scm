@@ -46,3 +46,5 @@
 (public_field_definition name: (property_identifier) @local.name value: (call_expression function: [(identifier) (member_expression)]) @local.type)
 (assignment_expression left: (member_expression object: (this) property: (property_identifier)) @local.name right: (call_expression function: [(identifier) (member_expression)]) @local.type)
 (assignment_expression left: (member_expression object: (this) property: (property_identifier)) @local.name right: (identifier) @local.type)
+(required_parameter pattern: (identifier) @local.name value: (new_expression constructor: (identifier) @local.type))
+(required_parameter pattern: (identifier) @local.name value: [(string) (template_string) (number) (array) (object) (true) (false)] @local.value)
