@@ -25,7 +25,7 @@ func (g *Graph) resolveModule(fi int32, f *File, r *Ref, cands []SymID) ([]SymID
 			if name == "default" || name == "" {
 				name = r.Name
 			}
-			files := g.moduleFiles(f, im.Path)
+			files := g.withReexports(f, g.moduleFiles(f, im.Path))
 			if out := filter(cands, func(id SymID) bool { return contains(files, id.F) && g.Sym(id).Container == "" }); len(out) > 0 {
 				return out, true
 			}

@@ -338,18 +338,17 @@ func (g *Graph) tsName(fi int32, f *File, scope int32, name string, depth int) t
 		if local != name {
 			continue
 		}
-		if im.Name == "" {
-			return tsUnknown // a namespace import: resolveModule follows it
-		}
 		if !strings.HasPrefix(im.Path, ".") {
 			return tsNone // a package outside the repository
 		}
+		// A default import (import C from './c') names the module's export of its name, most often;
+		// a namespace import (import * as m) is followed by resolveModule.
 		member := im.Name
-		if member == "default" {
+		if member == "default" || member == "" {
 			member = name
 		}
 		var out tsType
-		for _, mf := range g.moduleFiles(f, im.Path) {
+		for _, mf := range g.withReexports(f, g.moduleFiles(f, im.Path)) {
 			for si, s := range g.Files[mf].Syms() {
 				if s.Parent >= 0 || s.Name != member {
 					continue
@@ -362,6 +361,12 @@ func (g *Graph) tsName(fi int32, f *File, scope int32, name string, depth int) t
 			}
 		}
 		out.known = len(out.classes)+len(out.funcs) > 0
+		if !out.known && im.Name != "" {
+			return tsUnknown
+		}
+		if !out.known {
+			continue
+		}
 		return out
 	}
 	if tsGlobals[name] {
@@ -769,6 +774,29 @@ func tsSplitTop(s string) []string {
 	}
 	if strings.TrimSpace(s[start:]) != "" {
 		out = append(out, s[start:])
+	}
+	return out
+}
+
+// withReexports adds to a JS/TS module's files those it re-exports (export * from './x', export { a }
+// from './x'), transitively: a barrel file's members are its sources'.
+func (g *Graph) withReexports(from *File, files []int32) []int32 {
+	if from.Lang == "python" || len(files) == 0 {
+		return files
+	}
+	out := append([]int32(nil), files...)
+	for i := 0; i < len(out) && len(out) < 64; i++ {
+		mf := g.Files[out[i]]
+		for _, im := range mf.Imps() {
+			if im.Name != "" || im.Alias != "" || !strings.HasPrefix(im.Path, ".") {
+				continue
+			}
+			for _, x := range g.moduleFiles(mf, im.Path) {
+				if !contains(out, x) {
+					out = append(out, x)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -48,3 +48,5 @@
 (assignment_expression left: (member_expression object: (this) property: (property_identifier)) @local.name right: (identifier) @local.type)
 (required_parameter pattern: (identifier) @local.name value: (new_expression constructor: (identifier) @local.type))
 (required_parameter pattern: (identifier) @local.name value: [(string) (template_string) (number) (array) (object) (true) (false)] @local.value)
+(export_statement source: (string) @import.path) @import
+(export_statement (export_clause (export_specifier name: (identifier) @import.name alias: (identifier)? @import.alias)) source: (string) @import.path) @import
