@@ -340,6 +340,9 @@ func (g *Graph) CallsFrom(s SymID) []Edge {
 			continue
 		}
 		ids, how := g.Resolve(s.F, r)
+		if len(ids) == 0 && r.Value && f.Lang == "go" {
+			continue // a Go name used as a value that is no function of the graph: a variable
+		}
 		if len(ids) == 0 {
 			out = append(out, Edge{File: s.F, Ref: int32(ri), Target: SymID{-1, -1}})
 			continue
