@@ -148,6 +148,9 @@ func (w *callWriter) in(t graph.SymID, d, maxDepth int) {
 		if e.ByName > 0 {
 			w.byName++
 		}
+		if ref.Value && f.Lang == "go" {
+			label += "  (as a value)"
+		}
 		if d == 1 {
 			w.hits++
 		}
@@ -182,6 +185,9 @@ func (w *callWriter) out(s graph.SymID, d, maxDepth int) {
 		}
 		ts := w.g.Sym(e.Target)
 		mark, label := byNameMark(e)
+		if ref.Value && f.Lang == "go" {
+			label += "  (as a value)"
+		}
 		if e.ByName > 0 {
 			w.byName++
 		}
