@@ -63,6 +63,7 @@ const (
 	roleLocalBase           // @local.base: a class's base, a local of the class named "(base)"
 	roleLocalExpr           // @local.expr: the expression a Go local is bound to; its type is "=" and the expression
 	roleLocalExprs          // @local.exprs: the expressions of a Go short declaration whose @local.name is its left side ("a, b")
+	roleLocalCase           // @local.case: the type of a Go type switch's case; its @local.name (the switch's) is bound to it from the case's line on
 	roleLocalEmbed          // @local.embed: a Go struct's field declaration or an interface's element: a local named as its type when embedded
 	roleValue               // @value: a function or method named as a value (passed, assigned, returned), with @call.name
 )
@@ -74,7 +75,7 @@ var roleNames = map[string]capRole{
 	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
 	"local.range": roleLocalRange, "local.param": roleLocalParam, "local.value": roleLocalValue,
 	"local.return": roleLocalReturn, "local.base": roleLocalBase, "local.expr": roleLocalExpr, "local.exprs": roleLocalExprs,
-	"local.embed": roleLocalEmbed, "value": roleValue,
+	"local.embed": roleLocalEmbed, "local.case": roleLocalCase, "value": roleValue,
 }
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
@@ -376,6 +377,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		var isDef, isRef, isImport bool
 		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
 		var nameEnd, nameLine uint32               // where a call's name ends, and its line
+		var caseLine uint32                        // the line of a type switch's case
 		for c := 0; c+6 <= len(caps); c += 6 {
 			id, sb, eb := caps[c], caps[c+1], caps[c+2]
 			switch p.roles[id] {
@@ -436,6 +438,8 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				if e := src[sb:eb]; len(e) <= 120 && !slices.Contains(e, '\n') {
 					loc.typ = "=" + string(e)
 				}
+			case roleLocalCase:
+				loc.typ, caseLine = localType(src[sb:eb]), caps[c+3]+1
 			case roleLocalEmbed:
 				if t, ok := goEmbeddedType(src[sb:eb]); ok {
 					loc.name, loc.at, loc.line, loc.typ = graph.GoBaseName(t), sb, caps[c+3]+1, t
@@ -475,6 +479,9 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 					locals = append(locals, loc)
 				}
 			}
+		case caseLine > 0 && loc.name != "" && loc.typ != "":
+			loc.line = caseLine
+			locals = append(locals, loc)
 		case loc.exprs != "":
 			locals = append(locals, goBound(loc)...)
 		case loc.name != "" && loc.typ != "":
