@@ -8,6 +8,7 @@ package extract
 import "C"
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -63,7 +64,8 @@ const (
 	roleLocalBase           // @local.base: a class's base, a local of the class named "(base)"
 	roleLocalExpr           // @local.expr: the expression a Go local is bound to; its type is "=" and the expression
 	roleLocalExprs          // @local.exprs: the expressions of a Go short declaration whose @local.name is its left side ("a, b")
-	roleLocalCase           // @local.case: the type of a Go type switch's case; its @local.name (the switch's) is bound to it from the case's line on
+	roleLocalCase           // @local.case: the type of a Go type switch's case; its @local.name (the switch's) is bound to it in the case, "case <last line> T"
+	roleLocalScope          // @local.scope: the case a @local.case binds in
 	roleLocalEmbed          // @local.embed: a Go struct's field declaration or an interface's element: a local named as its type when embedded
 	roleValue               // @value: a function or method named as a value (passed, assigned, returned), with @call.name
 )
@@ -75,7 +77,7 @@ var roleNames = map[string]capRole{
 	"import.name": roleImportName, "package": rolePackage, "local.name": roleLocalName, "local.type": roleLocalType,
 	"local.range": roleLocalRange, "local.param": roleLocalParam, "local.value": roleLocalValue,
 	"local.return": roleLocalReturn, "local.base": roleLocalBase, "local.expr": roleLocalExpr, "local.exprs": roleLocalExprs,
-	"local.embed": roleLocalEmbed, "local.case": roleLocalCase, "value": roleValue,
+	"local.embed": roleLocalEmbed, "local.case": roleLocalCase, "local.scope": roleLocalScope, "value": roleValue,
 }
 
 // plan is a language's grammar and query as the C side takes them, with each capture's role.
@@ -377,7 +379,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		var isDef, isRef, isImport bool
 		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
 		var nameEnd, nameLine uint32               // where a call's name ends, and its line
-		var caseLine uint32                        // the line of a type switch's case
+		var caseLine, caseEnd uint32               // the first and last lines of a type switch's case
 		for c := 0; c+6 <= len(caps); c += 6 {
 			id, sb, eb := caps[c], caps[c+1], caps[c+2]
 			switch p.roles[id] {
@@ -440,6 +442,8 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				}
 			case roleLocalCase:
 				loc.typ, caseLine = localType(src[sb:eb]), caps[c+3]+1
+			case roleLocalScope:
+				caseEnd = caps[c+3] + 1 + uint32(bytes.Count(src[sb:eb], []byte{'\n'}))
 			case roleLocalEmbed:
 				if t, ok := goEmbeddedType(src[sb:eb]); ok {
 					loc.name, loc.at, loc.line, loc.typ = graph.GoBaseName(t), sb, caps[c+3]+1, t
@@ -480,7 +484,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				}
 			}
 		case caseLine > 0 && loc.name != "" && loc.typ != "":
-			loc.line = caseLine
+			loc.line, loc.typ = caseLine, fmt.Sprintf("case %d %s", caseEnd, loc.typ)
 			locals = append(locals, loc)
 		case loc.exprs != "":
 			locals = append(locals, goBound(loc)...)

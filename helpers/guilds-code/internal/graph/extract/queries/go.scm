@@ -43,4 +43,4 @@
 (var_spec value: (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
 (return_statement (expression_list (identifier) @call.name) @value)
 (return_statement (expression_list (selector_expression operand: (_) @call.recv field: (field_identifier) @call.name)) @value)
-(type_switch_statement alias: (expression_list . (identifier) @local.name) (type_case type: (_) @local.case))
+(type_switch_statement alias: (expression_list . (identifier) @local.name) (type_case type: (_) @local.case) @local.scope)
