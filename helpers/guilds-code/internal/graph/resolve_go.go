@@ -152,20 +152,29 @@ func (g *Graph) goSees(f *File, id SymID) bool {
 	return false
 }
 
-// goImplementations lists the methods among cands, of types that call site file f's package can
-// see (goSees), that have every method the interface declaring im declares (by name: the syntax
-// does not give full method sets).
+// goImplementations lists the methods among cands of the repository's types that have every method
+// the interface declaring im declares (by name: the syntax does not give full method sets); an
+// interface with an unexported method is implemented only in its own package.
 func (g *Graph) goImplementations(f *File, im SymID, cands []SymID) []SymID {
 	decl := g.Files[im.F]
 	iface := decl.Syms()[g.Sym(im).Parent]
 	names := g.goMethodNames(decl, g.Sym(im).Parent, 0)
+	own := false
+	for _, n := range names {
+		if n != "" && !(n[0] >= 'A' && n[0] <= 'Z') {
+			own = true
+		}
+	}
 	var out []SymID
 	for _, id := range cands {
-		c := g.Sym(id)
-		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) || !g.goSees(f, id) {
+		c, o := g.Sym(id), g.Files[id.F]
+		if c.Kind != KindMethod || c.Container == "" || c.Container == iface.Name || g.InInterface(id) {
 			continue
 		}
-		if g.goHasMethods(goType{dir: path.Dir(g.Files[id.F].Path), name: c.Container}, names) {
+		if own && (path.Dir(o.Path) != path.Dir(decl.Path) || strings.TrimSuffix(o.Pkg, "_test") != strings.TrimSuffix(decl.Pkg, "_test")) {
+			continue
+		}
+		if g.goHasMethods(goType{dir: path.Dir(o.Path), name: c.Container}, names) {
 			out = append(out, id)
 		}
 	}
