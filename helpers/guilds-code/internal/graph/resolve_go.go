@@ -330,6 +330,9 @@ func (g *Graph) goPackageVarType(f *File, name string, depth int) (goType, bool)
 // goElemType is the element type of what expression expr holds (a slice, array, map's values or
 // channel), through a named type's underlying type.
 func (g *Graph) goElemType(f *File, from int32, line uint32, expr string, depth int) (goType, bool) {
+	if arg, ok := goIterArg(f, strings.TrimSpace(expr)); ok {
+		return g.goElemType(f, from, line, arg, depth+1)
+	}
 	df, txt, ok := g.goTypeText(f, from, line, expr, depth+1)
 	if !ok {
 		t, ok := g.goExprType(f, from, line, expr, depth+1)
@@ -349,6 +352,26 @@ func (g *Graph) goElemType(f *File, from int32, line uint32, expr string, depth 
 		df, txt = g.goUnderlying(t)
 	}
 	return goType{}, false
+}
+
+// goIterArg is the slice or map a standard iterator ranges over (slices.All(s), slices.Backward(s),
+// maps.All(m): what they yield beside the index or key is s's or m's element).
+func goIterArg(f *File, expr string) (string, bool) {
+	open := goOpening(expr)
+	if !strings.HasSuffix(expr, ")") || open <= 0 {
+		return "", false
+	}
+	q, n, ok := strings.Cut(expr[:open], ".")
+	if !ok || !(n == "All" || n == "Backward") {
+		return "", false
+	}
+	for _, im := range f.Imps() {
+		if (im.Path == "slices" || im.Path == "maps") && (im.Alias == q || im.Alias == "" && im.Path == q) {
+			args := SplitTopLevel(expr[open+1 : len(expr)-1])
+			return args[0], len(args) == 1 && args[0] != ""
+		}
+	}
+	return "", false
 }
 
 // goTypeText is the type of a typed local or of a field of one as written where it is declared
