@@ -381,6 +381,12 @@ func (g *Graph) goTypeText(f *File, from int32, line uint32, expr string, depth 
 	if depth > 4 {
 		return nil, "", false
 	}
+	switch {
+	case strings.HasPrefix(expr, "*"): // *p: the pointer's type stands for the type
+		return g.goTypeText(f, from, line, expr[1:], depth+1)
+	case strings.HasPrefix(expr, "(") && goOpening(expr) == 0 && strings.HasSuffix(expr, ")"):
+		return g.goTypeText(f, from, line, expr[1:len(expr)-1], depth+1)
+	}
 	if isIdent(expr) {
 		if typ := goLocal(f, from, line, expr); typ != "" && !strings.Contains(typ, "()") && !strings.HasPrefix(typ, "range ") && !strings.HasPrefix(typ, "=") {
 			return f, typ, true
@@ -423,6 +429,9 @@ func goElem(t string) string {
 // position k, or the type itself for a conversion.
 func (g *Graph) goCallType(f *File, from int32, line uint32, callee string, k, depth int) (goType, bool) {
 	dir := path.Dir(f.Path)
+	if strings.HasPrefix(callee, "(") && goOpening(callee) == 0 && strings.HasSuffix(callee, ")") {
+		return g.goTypeNamed(f, callee[1:len(callee)-1]) // a conversion to a type in parentheses: (*T)(x)
+	}
 	if strings.HasSuffix(callee, "]") { // a generic function's instance: F[T](x)
 		if open := goOpening(callee); open > 0 {
 			callee = callee[:open]
