@@ -595,14 +595,15 @@ func (g *Graph) goLocalType(f *File, from int32, line uint32, name string) strin
 
 // goLocal is the type of local name in symbol from or the nearest symbol enclosing it that binds
 // the name: where one binds it more than once (a redeclaration, another closure's), the binding
-// nearest above line; a type switch's case binds it only inside the case.
+// nearest above line; a type switch's case or a function literal's parameter binds it only inside
+// its block.
 func goLocal(f *File, from int32, line uint32, name string) string {
 	for s := from; s >= 0; s = f.Syms()[s].Parent {
 		best, found := "", false
 		var at uint32
 		for _, l := range f.Syms()[s].Locals {
-			if l.Name == name && strings.HasPrefix(l.Type, "case ") {
-				last, typ, _ := strings.Cut(l.Type[5:], " ")
+			if l.Name == name && strings.HasPrefix(l.Type, "in ") {
+				last, typ, _ := strings.Cut(l.Type[3:], " ")
 				if end, err := strconv.Atoi(last); err != nil || line < l.Line || line > uint32(end) {
 					continue
 				}

@@ -64,8 +64,8 @@ const (
 	roleLocalBase           // @local.base: a class's base, a local of the class named "(base)"
 	roleLocalExpr           // @local.expr: the expression a Go local is bound to; its type is "=" and the expression
 	roleLocalExprs          // @local.exprs: the expressions of a Go short declaration whose @local.name is its left side ("a, b")
-	roleLocalCase           // @local.case: the type of a Go type switch's case; its @local.name (the switch's) is bound to it in the case, "case <last line> T"
-	roleLocalScope          // @local.scope: the case a @local.case binds in
+	roleLocalCase           // @local.case: the type of a Go type switch's case; its @local.name (the switch's) is bound to it from the case's line
+	roleLocalScope          // @local.scope: the block a Go local is bound in (a type switch's case, a function literal): its type is "in <last line> T"
 	roleLocalEmbed          // @local.embed: a Go struct's field declaration or an interface's element: a local named as its type when embedded
 	roleValue               // @value: a function or method named as a value (passed, assigned, returned), with @call.name
 )
@@ -379,7 +379,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 		var isDef, isRef, isImport bool
 		var stmtAt, nameAt, aliasAt, pathAt uint32 // where the import and its parts start
 		var nameEnd, nameLine uint32               // where a call's name ends, and its line
-		var caseLine, caseEnd uint32               // the first and last lines of a type switch's case
+		var caseLine, scopeEnd uint32              // the first line of a type switch's case, the last of a local's block
 		for c := 0; c+6 <= len(caps); c += 6 {
 			id, sb, eb := caps[c], caps[c+1], caps[c+2]
 			switch p.roles[id] {
@@ -443,7 +443,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 			case roleLocalCase:
 				loc.typ, caseLine = localType(src[sb:eb]), caps[c+3]+1
 			case roleLocalScope:
-				caseEnd = caps[c+3] + 1 + uint32(bytes.Count(src[sb:eb], []byte{'\n'}))
+				scopeEnd = caps[c+3] + 1 + uint32(bytes.Count(src[sb:eb], []byte{'\n'}))
 			case roleLocalEmbed:
 				if t, ok := goEmbeddedType(src[sb:eb]); ok {
 					loc.name, loc.at, loc.line, loc.typ = graph.GoBaseName(t), sb, caps[c+3]+1, t
@@ -483,8 +483,11 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 					locals = append(locals, loc)
 				}
 			}
-		case caseLine > 0 && loc.name != "" && loc.typ != "":
-			loc.line, loc.typ = caseLine, fmt.Sprintf("case %d %s", caseEnd, loc.typ)
+		case scopeEnd > 0 && loc.name != "" && loc.typ != "":
+			if caseLine > 0 {
+				loc.line = caseLine
+			}
+			loc.typ = fmt.Sprintf("in %d %s", scopeEnd, loc.typ)
 			locals = append(locals, loc)
 		case loc.exprs != "":
 			locals = append(locals, goBound(loc)...)
