@@ -182,7 +182,7 @@ func (g *Graph) pyExprUncached(fi int32, f *File, scope int32, expr string, dept
 		if expr != "" && strings.ContainsRune("[{'\"0123456789", rune(expr[0])) {
 			return pyNone // a literal
 		}
-		return pyUnknown
+		return pyOpaque // an item, an operation, a comprehension: the syntax does not type it
 	}
 	var t pyType
 	first := segs[0]

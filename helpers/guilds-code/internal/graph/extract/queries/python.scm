@@ -28,3 +28,6 @@
 (attribute object: (_) @call.recv attribute: (identifier) @call.name) @value
 (decorated_definition (decorator (identifier) @local.type) definition: (function_definition name: (identifier) @local.name))
 (decorated_definition (decorator (attribute) @local.type) definition: (function_definition name: (identifier) @local.name))
+(parameters (list_splat_pattern (identifier) @local.name) @local.value)
+(parameters (dictionary_splat_pattern (identifier) @local.name) @local.value)
+(assignment left: (identifier) @local.name right: (subscript) @local.type)
