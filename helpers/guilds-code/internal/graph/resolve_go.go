@@ -9,14 +9,16 @@ import (
 )
 
 func (g *Graph) resolveGo(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
+	// A local bound above the call (a parameter, a variable holding a function) is what a bare
+	// name calls or names, not the package's function.
+	if r.Recv == "" && goBoundAbove(f, r.From, r.Line, r.Name) {
+		return nil, Typed
+	}
 	if !r.Value {
 		return g.resolveGoCall(fi, f, r, cands)
 	}
-	// A name used as a value refers to a function or method only when the syntax says which: a
-	// local of that name is not one, and an untyped receiver's is never matched by name.
-	if r.Recv == "" && goLocal(f, r.From, r.Line, r.Name) != "" {
-		return nil, Typed
-	}
+	// A name used as a value refers to a function or method only when the syntax says which: an
+	// untyped receiver's is never matched by name.
 	cands = filter(cands, func(id SymID) bool { return g.Sym(id).Kind.Callable() })
 	ids, how := g.resolveGoCall(fi, f, r, cands)
 	if how == ByName {
@@ -591,6 +593,25 @@ func (g *Graph) goLocalType(f *File, from int32, line uint32, name string) strin
 		t = t[:i]
 	}
 	return strings.TrimPrefix(t, "*")
+}
+
+// goBoundAbove reports whether symbol from or one enclosing it binds name as a local at or above
+// line (inside the block that binds it, for a type switch's case or a function literal's parameter).
+func goBoundAbove(f *File, from int32, line uint32, name string) bool {
+	for s := from; s >= 0; s = f.Syms()[s].Parent {
+		for _, l := range f.Syms()[s].Locals {
+			if l.Name != name || l.Line == 0 || l.Line > line {
+				continue
+			}
+			if last, _, ok := strings.Cut(strings.TrimPrefix(l.Type, "in "), " "); strings.HasPrefix(l.Type, "in ") && ok {
+				if end, err := strconv.Atoi(last); err == nil && line > uint32(end) {
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // goLocal is the type of local name in symbol from or the nearest symbol enclosing it that binds
