@@ -47,14 +47,15 @@ type pyKey struct {
 type pyMemo struct {
 	types  map[pyKey]pyType
 	mro    map[SymID][]SymID
-	busy   map[pyKey]bool // expressions being typed: asking again is a cycle
-	cycles int            // how many times a cycle was met: a type worked out past one is not kept
+	busy   map[pyKey]bool               // expressions being typed: asking again is a cycle
+	calls  map[int32]map[pyCallKey]bool // per file, its call sites (pyCalledAt)
+	cycles int                          // how many times a cycle was met: a type worked out past one is not kept
 }
 
 func (g *Graph) pyMemo() *pyMemo {
 	ix := g.index()
 	if ix.py == nil {
-		ix.py = &pyMemo{types: map[pyKey]pyType{}, mro: map[SymID][]SymID{}, busy: map[pyKey]bool{}}
+		ix.py = &pyMemo{types: map[pyKey]pyType{}, mro: map[SymID][]SymID{}, busy: map[pyKey]bool{}, calls: map[int32]map[pyCallKey]bool{}}
 	}
 	return ix.py
 }
@@ -89,12 +90,8 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 		return g.genericHow(fi, f, r, cands)
 	}
-	if r.Value {
-		// An attribute read calls a property's getter; it names no other function.
-		cands = filter(cands, g.pyProperty)
-		if len(cands) == 0 {
-			return nil, Typed
-		}
+	if r.Value && g.pyCalledAt(fi, f, r) {
+		return nil, Typed // the attribute a call calls: the call's own site says it
 	}
 	t := g.pyExpr(fi, f, r.From, r.Recv, 0)
 	if t.opaque {
@@ -106,6 +103,8 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 		return g.genericHow(fi, f, r, cands)
 	}
+	// An attribute read on a typed receiver calls a property's getter, or names a method as a value
+	// (callback=self.done), which pyright counts among its callers too.
 	var out []SymID
 	for _, id := range g.pyAttr(t, r.Name, 0).funcs {
 		if contains32(cands, id) {
@@ -131,6 +130,29 @@ func (g *Graph) pyProperty(id SymID) bool {
 		}
 	}
 	return false
+}
+
+// pyCalledAt reports whether attribute read r is the function a call at its line calls (self.m in
+// self.m()): the call's site already stands for it.
+func (g *Graph) pyCalledAt(fi int32, f *File, r *Ref) bool {
+	memo := g.pyMemo()
+	calls, ok := memo.calls[fi]
+	if !ok {
+		calls = map[pyCallKey]bool{}
+		for _, c := range f.LoadRefs() {
+			if !c.Value {
+				calls[pyCallKey{c.Line, c.Name, c.Recv}] = true
+			}
+		}
+		memo.calls[fi] = calls
+	}
+	return calls[pyCallKey{r.Line, r.Name, r.Recv}]
+}
+
+// pyCallKey names a call site by its line, callee name and receiver.
+type pyCallKey struct {
+	line       uint32
+	name, recv string
 }
 
 // genericHow resolves by the rules every language shares.

@@ -31,3 +31,4 @@
 (parameters (list_splat_pattern (identifier) @local.name) @local.value)
 (parameters (dictionary_splat_pattern (identifier) @local.name) @local.value)
 (assignment left: (identifier) @local.name right: (subscript) @local.type)
+(return_statement [(identifier) (attribute)] @local.return)
