@@ -62,13 +62,11 @@ func (g *Graph) resolveTS(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 		return g.genericHow(fi, f, r, cands)
 	}
-	if r.Value {
-		// A member read calls a get accessor (a write, a set accessor); it names no other method.
-		cands = filter(cands, g.tsAccessor)
-		if len(cands) == 0 {
-			return nil, Typed
-		}
+	if r.Value && g.pyCalledAt(fi, f, r) {
+		return nil, Typed // the member a call calls: the call's own site says it
 	}
+	// Otherwise a member read calls a get accessor (a write, a set accessor) or names a method as a value
+	// (this.flush.bind(this), lift = source.lift), which the language service counts among its callers.
 	t := g.tsExpr(fi, f, r.From, r.Recv, 0)
 	if !t.known && r.Value {
 		return nil, Typed // a member read is matched only on a typed receiver
@@ -93,23 +91,6 @@ func (g *Graph) resolveTS(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 	}
 	return out, Typed
-}
-
-// tsAccessor reports whether a method is a get or set accessor (get size() {...}).
-func (g *Graph) tsAccessor(id SymID) bool {
-	s := g.Sym(id)
-	if s.Kind != KindMethod {
-		return false
-	}
-	for _, w := range strings.Fields(s.Sig) {
-		switch {
-		case w == "get" || w == "set":
-			return true
-		case strings.HasPrefix(w, s.Name):
-			return false
-		}
-	}
-	return false
 }
 
 // tsExpr types an expression as written: a chain of names, calls and members (this.source.subscribe,
