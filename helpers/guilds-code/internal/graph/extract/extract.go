@@ -658,6 +658,8 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 				return 2
 			case strings.HasSuffix(h.typ, "()"):
 				return 1
+			case h.typ == "?":
+				return 3 // a name with no stated type after the same name with one
 			}
 			return 0
 		}
