@@ -272,6 +272,11 @@ func (g *Graph) tsEnclosingClass(f *File, fi, scope int32) SymID {
 // file, an import, a global.
 func (g *Graph) tsName(fi int32, f *File, scope int32, name string, depth int) tsType {
 	syms := f.Syms()
+	// A callback's parameter first: it is bound in the function that passes the callback, and its type
+	// is the callee's.
+	if t, ok := g.tsCallbackParam(fi, f, scope, name, depth+1); ok {
+		return t
+	}
 	for s := scope; s >= 0; s = syms[s].Parent {
 		found, untyped := false, false
 		for _, l := range syms[s].Locals {
@@ -291,9 +296,6 @@ func (g *Graph) tsName(fi int32, f *File, scope int32, name string, depth int) t
 			}
 			return tsNone
 		}
-	}
-	if t, ok := g.tsCallbackParam(fi, f, scope, name, depth+1); ok {
-		return t
 	}
 	var t tsType
 	for si, s := range syms {

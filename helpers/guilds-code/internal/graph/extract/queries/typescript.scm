@@ -50,3 +50,5 @@
 (required_parameter pattern: (identifier) @local.name value: [(string) (template_string) (number) (array) (object) (true) (false)] @local.value)
 (export_statement source: (string) @import.path) @import
 (export_statement (export_clause (export_specifier name: (identifier) @import.name alias: (identifier)? @import.alias)) source: (string) @import.path) @import
+(required_parameter pattern: (identifier) @local.param)
+(optional_parameter pattern: (identifier) @local.param)
