@@ -10,8 +10,9 @@ type pyType struct {
 	funcs   []SymID // functions or methods of the repository: calling one gives what it returns
 	module  string  // a module imported as a whole (dotted, as imported); its files may be outside the repository
 	from    *File   // the file whose import named module
-	known   bool    // the type is stated; with nothing above it is outside the repository (a builtin, an untyped parameter)
+	known   bool    // the type is stated; with nothing above it is outside the repository (a builtin, a literal)
 	opaque  bool    // not known, but bound to a value whose type the syntax does not give (a call's, an attribute's)
+	param   bool    // a parameter with no stated type: its methods are matched by name, and say so
 	super   bool    // super(): classes are the rest of a class's MRO, in order; the first that defines a name has it
 }
 
@@ -29,6 +30,9 @@ var pyUnknown = pyType{}
 
 // pyNone is a type outside the repository: no method of it is in the graph.
 var pyNone = pyType{known: true}
+
+// pyParam is a parameter with no stated type.
+var pyParam = pyType{param: true}
 
 // pyOpaque is a value the code binds from what the syntax does not type: matching its methods by name
 // would guess (pyright agrees with such a guess about one time in forty on the standard library).
@@ -76,9 +80,13 @@ var pyBuiltins = map[string]bool{
 // resolvePy resolves a Python call by what the syntax types: self and cls, super(), parameters and
 // variables with a stated type or a value made by a call, attributes assigned in the class's methods,
 // functions through what they return, and methods through the class's bases. A receiver the syntax
-// types but outside the repository resolves to nothing; one it does not type is matched by name.
+// types but outside the repository, or binds from what it cannot type, resolves to nothing; a
+// parameter with no stated type has a method of its own file matched by name, labelled so.
 func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, How) {
 	if r.Recv == "" {
+		if g.pyName(fi, f, r.From, r.Name, 0).param {
+			return nil, Typed // a parameter called: it shadows the module's function of that name
+		}
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
 		}
@@ -94,6 +102,19 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		return nil, Typed // the attribute a call calls: the call's own site says it
 	}
 	t := g.pyExpr(fi, f, r.From, r.Recv, 0)
+	if t.param {
+		// Most Python parameters state no type. A call on one is matched by name, labelled so,
+		// when the calling file defines the only method of that name in the repository (its
+		// class is then likelier meant than not) and the name is not a builtin type's method (a
+		// parameter calling items() or strip() is likelier a dict or a str). Wider guesses
+		// agreed with pyright too rarely: by name among every method, precision fell from 0.91
+		// to 0.72 on eight stdlib packages; with one candidate anywhere, to 0.85.
+		ms := filter(cands, func(id SymID) bool { return g.Sym(id).Kind == KindMethod })
+		if r.Value || pyBuiltinMethods[r.Name] || len(ms) != 1 || ms[0].F != fi {
+			return nil, Typed
+		}
+		return ms, ByName
+	}
 	if t.opaque {
 		return nil, Typed
 	}
@@ -112,6 +133,19 @@ func (g *Graph) resolvePy(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, Ho
 		}
 	}
 	return out, Typed
+}
+
+// pyBuiltinMethods are methods of Python's builtin types (str, bytes, list, dict, set, files, sockets).
+var pyBuiltinMethods = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`append extend insert remove pop clear index count sort reverse copy
+		get items keys values update setdefault popitem fromkeys add discard union intersection difference
+		issubset issuperset join split rsplit splitlines strip lstrip rstrip startswith endswith find rfind
+		replace lower upper title capitalize format encode decode partition rpartition isdigit isalpha
+		read write readline readlines writelines close flush seek tell fileno send recv`) {
+		pyBuiltinMethods[n] = true
+	}
 }
 
 // pyProperty reports whether a method is a property (@property, @functools.cached_property, ...):
@@ -317,7 +351,7 @@ func (g *Graph) pyName(fi int32, f *File, scope int32, name string, depth int) p
 // pyLocal types name from the locals symbol s states: the first that names something in the repository,
 // else a stated one outside it; found is false when s does not bind the name.
 func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyType, bool) {
-	found, untyped := false, false
+	found, untyped, param := false, false, false
 	for _, l := range f.Syms()[s].Locals {
 		if l.Name != name || name == f.Syms()[s].Name && f.Syms()[s].Kind.Callable() {
 			continue // a function's own name is its decorator's (@property)
@@ -327,10 +361,14 @@ func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyT
 		if len(t.classes)+len(t.funcs) > 0 || t.module != "" {
 			return t, true
 		}
-		untyped = untyped || !t.known
+		param = param || t.param
+		untyped = untyped || !t.known && !t.param
 	}
-	if untyped {
+	switch {
+	case untyped:
 		return pyOpaque, true // bound once from what the syntax cannot type
+	case param:
+		return pyParam, true
 	}
 	return pyNone, found
 }
@@ -339,7 +377,9 @@ func (g *Graph) pyLocal(fi int32, f *File, s int32, name string, depth int) (pyT
 // (Foo(), make(), self.x.get()) or a name.
 func (g *Graph) pyTypeOf(fi int32, f *File, scope int32, typ string, depth int) pyType {
 	switch typ {
-	case "?", "(literal)":
+	case "?":
+		return pyParam
+	case "(literal)":
 		return pyNone
 	}
 	if strings.HasSuffix(typ, "()") {
