@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,53 +187,19 @@ func BenchmarkCallersAccuracyPython(b *testing.B) {
 					}
 					oracle[pos] = theirs
 				}
-				ours, typedSites, how := map[site]bool{}, map[site]bool{}, map[site]string{}
-				for _, e := range g.CallersOf(graph.SymID{F: int32(fi), S: int32(si)}) {
-					r := g.Files[e.File].LoadRefs()[e.Ref]
-					st := site{g.Files[e.File].Path, int(r.Line)}
-					ours[st] = true
-					how[st] = fmt.Sprintf("%q.%s typed", r.Recv, r.Name)
-					if e.ByName == 0 {
-						typedSites[st] = true
-					} else {
-						how[st] = fmt.Sprintf("%q.%s by name among %d", r.Recv, r.Name, e.ByName)
-						if theirs[st] {
-							misses = append(misses, fmt.Sprintf("agreed %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
-						}
+				ours, typedSites, how := graphCallers(g, graph.SymID{F: int32(fi), S: int32(si)})
+				for st := range ours {
+					if theirs[st] && !typedSites[st] {
+						misses = append(misses, fmt.Sprintf("agreed %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
 					}
 				}
-				for _, c := range []struct {
-					c    *counts
-					m    map[site]bool
-					keep bool
-				}{{&a, ours, true}, {&t, typedSites, false}} {
-					for st := range c.m {
-						if theirs[st] {
-							c.c.tp++
-						} else {
-							c.c.fp++
-							if c.keep {
-								misses = append(misses, fmt.Sprintf("extra %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
-							}
-						}
-					}
-					for st := range theirs {
-						if !c.m[st] {
-							c.c.fn++
-							if c.keep {
-								misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, s.Qualified()))
-							}
-						}
-					}
-					c.c.functions++
-				}
+				misses = append(misses, disagreements(ours, theirs, how, s.Qualified())...)
+				tallySites(&a, ours, theirs)
+				tallySites(&t, typedSites, theirs)
 			}
 		}
 		saveOracle(b, oracleFile, oracle)
-		if missFile != "" {
-			sort.Strings(misses)
-			_ = os.WriteFile(missFile, []byte(strings.Join(misses, "\n")+"\n"), 0o644)
-		}
+		writeMisses(missFile, misses)
 		if unplaced > 0 {
 			b.Logf("%s: %d functions pyright could not place, left out", src, unplaced)
 		}

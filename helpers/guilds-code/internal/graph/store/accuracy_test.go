@@ -349,3 +349,64 @@ func nameColumn(path string, line int, name string) int {
 	}
 	return 0
 }
+
+// tallySites counts one function's listed sites against the oracle's.
+func tallySites(c *counts, ours, theirs map[site]bool) {
+	for st := range ours {
+		if theirs[st] {
+			c.tp++
+		} else {
+			c.fp++
+		}
+	}
+	for st := range theirs {
+		if !ours[st] {
+			c.fn++
+		}
+	}
+	c.functions++
+}
+
+// graphCallers lists the graph's callers of id: every listed site, those resolved by the syntax
+// (typed or through an interface), and how each resolved, for the misses file.
+func graphCallers(g *Graph, id graph.SymID) (ours, typed map[site]bool, how map[site]string) {
+	ours, typed, how = map[site]bool{}, map[site]bool{}, map[site]string{}
+	for _, e := range g.CallersOf(id) {
+		r := g.Files[e.File].LoadRefs()[e.Ref]
+		st := site{g.Files[e.File].Path, int(r.Line)}
+		ours[st] = true
+		if e.ByName == 0 {
+			typed[st] = true
+			how[st] = fmt.Sprintf("%q.%s typed", r.Recv, r.Name)
+		} else {
+			how[st] = fmt.Sprintf("%q.%s by name among %d", r.Recv, r.Name, e.ByName)
+		}
+	}
+	return ours, typed, how
+}
+
+// disagreements are the misses file's lines for one function: sites the graph lists that the
+// oracle does not (with how each resolved), and sites the oracle lists that the graph misses.
+func disagreements(ours, theirs map[site]bool, how map[site]string, fn string) []string {
+	var out []string
+	for st := range ours {
+		if !theirs[st] {
+			out = append(out, fmt.Sprintf("extra %s:%d → %s (%s)", st.path, st.line, fn, how[st]))
+		}
+	}
+	for st := range theirs {
+		if !ours[st] {
+			out = append(out, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, fn))
+		}
+	}
+	return out
+}
+
+// writeMisses keeps the sorted misses in path, when it is set.
+func writeMisses(path string, misses []string) {
+	if path == "" {
+		return
+	}
+	sort.Strings(misses)
+	_ = os.WriteFile(path, []byte(strings.Join(misses, "\n")+"\n"), 0o644)
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -119,60 +118,20 @@ func tsAccuracy(b *testing.B, server, tsLib, mod, src string) (counts, counts) {
 				}
 				oracle[pos] = theirs
 			}
-			ours, typedSites, how := map[site]bool{}, map[site]bool{}, map[site]string{}
-			for _, e := range g.CallersOf(graph.SymID{F: int32(fi), S: int32(si)}) {
-				r := g.Files[e.File].LoadRefs()[e.Ref]
-				st := site{g.Files[e.File].Path, int(r.Line)}
-				ours[st] = true
-				how[st] = fmt.Sprintf("%q.%s typed", r.Recv, r.Name)
-				if e.ByName == 0 {
-					typedSites[st] = true
-				} else {
-					how[st] = fmt.Sprintf("%q.%s by name among %d", r.Recv, r.Name, e.ByName)
-				}
-			}
-			for st := range ours {
-				if !theirs[st] {
-					misses = append(misses, fmt.Sprintf("extra %s:%d → %s (%s)", st.path, st.line, s.Qualified(), how[st]))
-				}
-			}
-			for st := range theirs {
-				if !ours[st] {
-					misses = append(misses, fmt.Sprintf("missed %s:%d → %s", st.path, st.line, s.Qualified()))
-				}
-			}
+			ours, typedSites, how := graphCallers(g, graph.SymID{F: int32(fi), S: int32(si)})
+			misses = append(misses, disagreements(ours, theirs, how, s.Qualified())...)
 			tallySites(&a, ours, theirs)
 			tallySites(&t, typedSites, theirs)
 		}
 	}
 	saveOracle(b, oracleFile, oracle)
-	if missFile != "" {
-		sort.Strings(misses)
-		_ = os.WriteFile(missFile, []byte(strings.Join(misses, "\n")+"\n"), 0o644)
-	}
+	writeMisses(missFile, misses)
 	if unplaced > 0 {
 		b.Logf("%s: %d functions the language service could not place, left out", mod, unplaced)
 	}
 	b.Logf("code_callers vs the TypeScript language service on %s, %d functions: every listed site precision %.3f recall %.3f (%d agreed, %d extra, %d missed); typed only precision %.3f recall %.3f",
 		mod, a.functions, a.precision(), a.recall(), a.tp, a.fp, a.fn, t.precision(), t.recall())
 	return a, t
-}
-
-// tallySites counts one function's listed sites against the oracle's.
-func tallySites(c *counts, ours, theirs map[site]bool) {
-	for st := range ours {
-		if theirs[st] {
-			c.tp++
-		} else {
-			c.fp++
-		}
-	}
-	for st := range theirs {
-		if !ours[st] {
-			c.fn++
-		}
-	}
-	c.functions++
 }
 
 // tsNameColumn is the 0-based column of a declared name on its line: the name as a whole word, else -1.
