@@ -18,3 +18,21 @@
 (call_expression function: (generic_function function: (scoped_identifier path: (_) @call.recv name: (identifier) @call.name))) @call
 (macro_invocation macro: (identifier) @call.name) @call
 (struct_expression name: (type_identifier) @call.name) @call
+(parameter pattern: (identifier) @local.name type: (_) @local.type)
+(parameter pattern: (mut_pattern (identifier) @local.name) type: (_) @local.type)
+(let_declaration pattern: (identifier) @local.name type: (_) @local.type)
+(let_declaration pattern: (mut_pattern (identifier) @local.name) type: (_) @local.type)
+(let_declaration pattern: (identifier) @local.name value: (_) @local.expr)
+(let_declaration pattern: (mut_pattern (identifier) @local.name) value: (_) @local.expr)
+(field_declaration name: (field_identifier) @local.name type: (_) @local.type)
+(function_item return_type: (_) @local.return)
+(function_signature_item return_type: (_) @local.return)
+(constrained_type_parameter left: (type_identifier) @local.name bounds: (trait_bounds) @local.type)
+(where_predicate left: (type_identifier) @local.name bounds: (trait_bounds) @local.type)
+(closure_parameters (identifier) @local.param)
+(use_declaration argument: (scoped_identifier path: (_) @import.path name: (identifier) @import.name)) @import
+(use_declaration argument: (identifier) @import.path) @import
+(use_declaration argument: (use_as_clause path: (scoped_identifier path: (_) @import.path name: (identifier) @import.name) alias: (identifier) @import.alias)) @import
+(use_declaration argument: (use_wildcard) @import.path) @import
+(scoped_use_list path: (_) @import.path list: (use_list [(identifier) (scoped_identifier) (self)] @import.name)) @import
+(scoped_use_list path: (_) @import.path list: (use_list (use_as_clause path: (_) @import.name alias: (identifier) @import.alias))) @import
