@@ -60,7 +60,10 @@ func (g *Graph) rsIsPath(f *File, scope int32, line uint32, recv string) bool {
 	if strings.Contains(recv, "::") {
 		return !strings.ContainsAny(recv, ".(")
 	}
-	if !isIdent(recv) || recv == "self" {
+	if recv == "self" {
+		return g.rsSelf(f, scope) == "" // self::f() outside an impl, else self.f()
+	}
+	if !isIdent(recv) {
 		return false
 	}
 	_, local := rsLocal(f, scope, line, recv)
