@@ -135,6 +135,8 @@ func (g *Graph) resolve(fi int32, r *Ref) ([]SymID, How) {
 		return g.resolveTS(fi, f, r, cands)
 	case "rust":
 		return g.resolveRust(fi, f, r, cands)
+	case "java":
+		return g.resolveJava(fi, f, r, cands)
 	case "javascript":
 		if ids, ok := g.resolveModule(fi, f, r, cands); ok {
 			return ids, Typed
