@@ -53,7 +53,50 @@ func (g *Graph) resolveJava(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, 
 			}
 		}
 	}
+	if via {
+		// The interface's method, then the methods of the classes implementing it (as Go lists an interface's).
+		for _, m := range g.jvImplementations(out, cands) {
+			if !contains32(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
 	return jvHow(out, via)
+}
+
+// jvImplementations lists the methods among cands that override one of the interface methods: of the
+// same name, in a class extending or implementing its interface.
+func (g *Graph) jvImplementations(ifaceMethods, cands []SymID) []SymID {
+	var out []SymID
+	for _, im := range ifaceMethods {
+		iface := SymID{im.F, g.Sym(im).Parent}
+		if iface.S < 0 {
+			continue
+		}
+		for _, id := range cands {
+			s := g.Sym(id)
+			if s.Kind != KindMethod || s.Parent < 0 || s.Name != g.Sym(im).Name || id == im {
+				continue
+			}
+			if g.jvDerives(SymID{id.F, s.Parent}, iface, 0) && !contains32(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// jvDerives reports whether class c extends or implements base, directly or through its bases.
+func (g *Graph) jvDerives(c, base SymID, depth int) bool {
+	if depth > jvMaxDepth {
+		return false
+	}
+	for _, b := range g.jvBases(c) {
+		if b == base || g.jvDerives(b, base, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 func jvHow(ids []SymID, via bool) ([]SymID, How) {

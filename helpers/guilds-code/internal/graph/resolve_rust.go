@@ -49,7 +49,8 @@ func (g *Graph) resolveRust(fi int32, f *File, r *Ref, cands []SymID) ([]SymID, 
 	ids, via := g.rsMethod(t.name, r.Name)
 	ids = filter(ids, func(id SymID) bool { return contains32(cands, id) })
 	if via {
-		return ids, ViaInterface
+		// The trait's method, then the methods implementing it (as Go lists an interface's).
+		return append(ids, g.rsImplementations(t.name, cands)...), ViaInterface
 	}
 	return ids, Typed
 }
@@ -281,25 +282,42 @@ func (g *Graph) rsMethod(t, name string) ([]SymID, bool) {
 func (g *Graph) rsTraitsOf(t string) []string {
 	var out []string
 	for _, id := range g.Named("impl " + t) {
-		sig := g.Sym(id).Sig
-		head, _, ok := strings.Cut(sig, " for ")
-		if !ok {
-			continue
-		}
-		head = strings.TrimSpace(strings.TrimPrefix(head, "impl"))
-		if strings.HasPrefix(head, "<") {
-			if j := tsClosing(strings.ReplaceAll(strings.ReplaceAll(head, "<", "("), ">", ")"), 0); j >= 0 {
-				head = strings.TrimSpace(head[j+1:])
-			}
-		}
-		if i := strings.IndexByte(head, '<'); i >= 0 {
-			head = head[:i]
-		}
-		if tr := lastSegment(head); tr != "" {
+		if tr := rsImplTrait(g.Sym(id).Sig); tr != "" {
 			out = append(out, tr)
 		}
 	}
 	return out
+}
+
+// rsImplTrait is the trait an impl block's signature implements (impl<T> a::Tr<T> for X is Tr), else "".
+func rsImplTrait(sig string) string {
+	head, _, ok := strings.Cut(sig, " for ")
+	if !ok || !strings.HasPrefix(head, "impl") {
+		return ""
+	}
+	head = strings.TrimSpace(strings.TrimPrefix(head, "impl"))
+	if strings.HasPrefix(head, "<") {
+		if j := tsClosing(strings.ReplaceAll(strings.ReplaceAll(head, "<", "("), ">", ")"), 0); j >= 0 {
+			head = strings.TrimSpace(head[j+1:])
+		}
+	}
+	if i := strings.IndexByte(head, '<'); i >= 0 {
+		head = head[:i]
+	}
+	return lastSegment(strings.TrimSpace(head))
+}
+
+// rsImplementations lists the methods among cands that implement trait tr's method (those in an impl
+// tr for T block).
+func (g *Graph) rsImplementations(tr string, cands []SymID) []SymID {
+	return filter(cands, func(id SymID) bool {
+		s := g.Sym(id)
+		if s.Kind != KindMethod || s.Parent < 0 || g.Files[id.F].Lang != "rust" {
+			return false
+		}
+		p := g.Files[id.F].Syms()[s.Parent]
+		return p.Kind == KindImpl && rsImplTrait(p.Sig) == tr
+	})
 }
 
 // rsExpr types an expression as written: a chain of names, paths, fields and calls (self.store.get()?,
