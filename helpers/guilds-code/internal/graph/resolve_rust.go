@@ -20,6 +20,10 @@ const rsMaxDepth = 12
 // rsUnwraps are the methods of Result and Option that give the value inside.
 var rsUnwraps = map[string]bool{"unwrap": true, "expect": true, "unwrap_or_default": true, "unwrap_or": true, "unwrap_or_else": true, "unwrap_unchecked": true}
 
+// rsKeeps are std methods that give a value of the type they are called on (a clone, a reference, a
+// borrow), Result and Option layers kept.
+var rsKeeps = map[string]bool{"clone": true, "as_ref": true, "as_mut": true, "borrow": true, "borrow_mut": true, "to_owned": true, "as_deref": true}
+
 // rsSmart are the std wrappers whose methods callers reach through (Box<T>, Rc<T>, Arc<T>).
 var rsSmart = map[string]bool{"Box": true, "Rc": true, "Arc": true, "Cow": true}
 
@@ -278,6 +282,12 @@ func (g *Graph) rsMethod(t, name string) ([]SymID, bool) {
 	return own, false
 }
 
+// rsHasMethod reports whether type t of the repository has a method of the name (its own or a trait's).
+func (g *Graph) rsHasMethod(t, name string) bool {
+	ids, _ := g.rsMethod(t, name)
+	return len(ids) > 0
+}
+
 // rsTraitsOf lists the traits of the repository a type has impl blocks for (impl Trait for T).
 func (g *Graph) rsTraitsOf(t string) []string {
 	var out []string
@@ -389,6 +399,7 @@ func (g *Graph) rsExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		switch {
 		case s.call && t.wrap > 0 && rsUnwraps[s.name]:
 			t.wrap--
+		case s.call && rsKeeps[s.name] && (t.wrap > 0 || !g.rsHasMethod(t.name, s.name)):
 		case t.wrap > 0:
 			return rsType{known: true}
 		case s.call:
