@@ -21,6 +21,8 @@ type index struct {
 	modules   map[string][2]string          // memo: folder → the folder and module path of its go.mod
 	py        *pyMemo                       // memo of Python types (resolve_py.go)
 	ts        *tsMemo                       // memo of TypeScript types (resolve_ts.go)
+	rsModules map[string]bool               // memo: the names of the repository's Rust modules (resolve_rust.go)
+	jvBases   map[SymID][]SymID             // memo: a Java class → the classes it extends and implements (resolve_java.go)
 }
 
 // Sym returns the symbol an id names.

@@ -232,8 +232,16 @@ func (g *Graph) jvMethod(c SymID, name string, depth int) ([]SymID, bool) {
 
 // jvBases lists the classes of the repository a class extends and implements, in order.
 func (g *Graph) jvBases(c SymID) []SymID {
+	ix := g.index()
+	if out, ok := ix.jvBases[c]; ok {
+		return out
+	}
+	if ix.jvBases == nil {
+		ix.jvBases = map[SymID][]SymID{}
+	}
 	f := g.Files[c.F]
 	var out []SymID
+	defer func() { ix.jvBases[c] = out }()
 	for _, l := range g.Sym(c).Locals {
 		if l.Name == "(base)" {
 			out = append(out, g.jvClasses(c.F, f, jvBaseName(l.Type))...)

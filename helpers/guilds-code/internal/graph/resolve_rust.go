@@ -71,8 +71,44 @@ func (g *Graph) rsIsPath(f *File, scope int32, line uint32, recv string) bool {
 	if !isIdent(recv) {
 		return false
 	}
-	_, local := rsLocal(f, scope, line, recv)
-	return !local
+	if _, local := rsLocal(f, scope, line, recv); local {
+		return false
+	}
+	// A name bound by no let or parameter the syntax gives (a pattern's): a value, unless it names a
+	// type, a module or an import, or is capitalized (a type from outside: HashMap::new()).
+	if _, imported := rsImport(f, recv); imported || recv[0] >= 'A' && recv[0] <= 'Z' || recv == "crate" || recv == "super" {
+		return true
+	}
+	if _, isType := g.rsTypeKind(recv); isType {
+		return true
+	}
+	return g.rsModuleNames()[recv]
+}
+
+// rsModuleNames is the set of the repository's Rust module names: its files' and its mod items'.
+func (g *Graph) rsModuleNames() map[string]bool {
+	ix := g.index()
+	if ix.rsModules != nil {
+		return ix.rsModules
+	}
+	mods := map[string]bool{}
+	for fi, f := range g.Files {
+		if f.Lang != "rust" {
+			continue
+		}
+		base := strings.TrimSuffix(path.Base(f.Path), ".rs")
+		if base == "mod" {
+			base = path.Base(path.Dir(f.Path))
+		}
+		mods[base] = true
+		for _, s := range g.Files[fi].Syms() {
+			if s.Kind == KindModule {
+				mods[s.Name] = true
+			}
+		}
+	}
+	ix.rsModules = mods
+	return mods
 }
 
 // rsSplitPath splits a::b::C (with any turbofish ::<T> dropped) into its names.

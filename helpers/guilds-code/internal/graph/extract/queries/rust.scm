@@ -36,3 +36,4 @@
 (use_declaration argument: (use_wildcard) @import.path) @import
 (scoped_use_list path: (_) @import.path list: (use_list [(identifier) (scoped_identifier) (self)] @import.name)) @import
 (scoped_use_list path: (_) @import.path list: (use_list (use_as_clause path: (_) @import.name alias: (identifier) @import.alias))) @import
+(for_expression pattern: (identifier) @local.param)
