@@ -293,20 +293,22 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 	if depth > jvMaxDepth {
 		return jvUnknown
 	}
-	expr = strings.TrimSpace(expr)
+	expr = jvTight(expr)
 	for len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
 		expr = strings.TrimSpace(expr[1 : len(expr)-1])
 	}
-	if expr == "" {
-		return jvUnknown
+	if expr == "" || strings.Contains(expr, "…") {
+		return jvUnknown // empty, or clipped
 	}
 	if c := expr[0]; c == '"' || c == '\'' || c >= '0' && c <= '9' {
 		return jvType{known: true}
 	}
 	var t jvType
-	rest := ""
-	if after, ok := strings.CutPrefix(expr, "new "); ok {
-		// new C(..), then perhaps .m()...
+	rest := expr
+	switch {
+	case strings.HasPrefix(expr, "new "):
+		// new C(..), an anonymous class's body perhaps, then perhaps .m()...
+		after := expr[4:]
 		i := strings.IndexByte(after, '(')
 		if i <= 0 {
 			return jvUnknown
@@ -316,15 +318,34 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 			return jvUnknown
 		}
 		t = g.jvTypeOf(fi, f, after[:i])
-		rest = strings.TrimPrefix(after[end+1:], ".")
-		if rest == "" {
+		rest = strings.TrimSpace(after[end+1:])
+		if strings.HasPrefix(rest, "{") {
+			k := tsClosing(rest, 0)
+			if k < 0 {
+				return jvUnknown
+			}
+			rest = rest[k+1:]
+		}
+	case expr[0] == '(':
+		// ((T) x).m or (a.b()).c: a cast types what it casts.
+		k := tsClosing(expr, 0)
+		if k < 0 {
+			return jvUnknown
+		}
+		rest = strings.TrimSpace(expr[k+1:])
+		if rest != "" && rest[0] != '.' {
+			return g.jvTypeOf(fi, f, expr[1:k]) // (T) x
+		}
+		if t = g.jvExpr(fi, f, scope, line, expr[1:k], depth+1); !t.known {
+			return jvUnknown
+		}
+	}
+	if t.known {
+		if rest = strings.TrimPrefix(rest, "."); rest == "" {
 			return t
 		}
 	}
 	segs, ok := pySegments(rest)
-	if t.classes == nil && !t.known {
-		segs, ok = pySegments(expr)
-	}
 	if !ok || len(segs) == 0 {
 		return jvUnknown
 	}
@@ -343,8 +364,14 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		case first.call:
 			ids, _ := g.jvImplicit(fi, f, scope, first.name, g.Named(first.name))
 			t = g.jvReturns(ids)
+			if len(ids) == 0 && jvImported(f, first.name) {
+				t = jvType{known: true} // a static import from outside the repository (assertThat)
+			}
 		default:
 			t = g.jvName(fi, f, scope, line, first.name, depth+1)
+			if !t.known {
+				t, segs = g.jvQualified(fi, f, first, segs)
+			}
 		}
 	}
 	for _, s := range segs {
@@ -359,10 +386,81 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 			}
 			t = g.jvReturns(ids)
 		} else {
-			t = g.jvField(t.classes, s.name, 0)
+			t = g.jvMember(t, s.name)
 		}
 	}
 	return t
+}
+
+// jvImported reports whether the file imports a member of the name (import a.b.C.name, static or not).
+func jvImported(f *File, name string) bool {
+	for _, im := range f.Imps() {
+		if im.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// jvQualified types a fully qualified class name that starts a chain (java.util.UUID.fromString: the
+// package's names, then the class), and gives the steps after it; else not typed.
+func (g *Graph) jvQualified(fi int32, f *File, first pySeg, segs []pySeg) (jvType, []pySeg) {
+	pkg := []string{first.name}
+	for i, s := range segs {
+		if s.call || s.name == "" {
+			break
+		}
+		if c := s.name[0]; c < 'A' || c > 'Z' {
+			pkg = append(pkg, s.name)
+			continue
+		}
+		dir := strings.Join(pkg, "/")
+		cls := filter(g.Named(s.name), func(id SymID) bool {
+			d := path.Dir(g.Files[id.F].Path)
+			return g.jvIsClass(id) && (d == dir || strings.HasSuffix(d, "/"+dir))
+		})
+		return jvType{classes: cls, known: true}, segs[i+1:]
+	}
+	return jvUnknown, segs
+}
+
+// jvMember types member name of a value or class: a field, a nested class, an enum's constant, C.this.
+func (g *Graph) jvMember(t jvType, name string) jvType {
+	switch name {
+	case "class":
+		return jvType{known: true} // a Class object
+	case "this":
+		return t // Outer.this
+	}
+	if ft := g.jvField(t.classes, name, 0); ft.known {
+		return ft
+	}
+	var nested []SymID
+	for _, c := range t.classes {
+		for si, s := range g.Files[c.F].Syms() {
+			if s.Parent == c.S && s.Name == name && g.jvIsClass(SymID{c.F, int32(si)}) {
+				nested = append(nested, SymID{c.F, int32(si)})
+			}
+		}
+	}
+	if len(nested) > 0 {
+		return jvType{classes: nested, known: true}
+	}
+	for _, c := range t.classes {
+		if g.Sym(c).Kind == KindEnum {
+			return jvType{classes: []SymID{c}, known: true} // a constant of the enum
+		}
+	}
+	return jvUnknown
+}
+
+// jvTight drops the spaces a chain broken over lines keeps around its dots (a\n  .b() is a.b()).
+func jvTight(e string) string {
+	e = strings.TrimSpace(e)
+	for strings.Contains(e, " .") || strings.Contains(e, ". ") {
+		e = strings.ReplaceAll(strings.ReplaceAll(e, " .", "."), ". ", ".")
+	}
+	return e
 }
 
 // jvName types a name as the code at scope sees it on line: a local or parameter, a field of the
