@@ -373,8 +373,14 @@ func (g *Graph) rsExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		return rsUnknown
 	}
 	expr = rsTrimRef(expr)
-	for len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
-		expr = rsTrimRef(expr[1 : len(expr)-1])
+	for {
+		if len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
+			expr = rsTrimRef(expr[1 : len(expr)-1])
+		} else if body, ok := strings.CutPrefix(expr, "unsafe {"); ok && strings.HasSuffix(body, "}") {
+			expr = rsTrimRef(strings.TrimSuffix(body, "}")) // unsafe { x }: what x holds
+		} else {
+			break
+		}
 	}
 	if expr == "" {
 		return rsUnknown
@@ -537,6 +543,9 @@ func (g *Graph) rsNamed(f *File, scope int32, name string) rsType {
 	n := p[len(p)-1]
 	if n == "Self" {
 		n = g.rsSelf(f, scope)
+	}
+	if n == "" || n[0] < 'A' || n[0] > 'Z' {
+		return rsUnknown // a block, not a struct literal (loop { .. }, async { .. })
 	}
 	if _, ok := g.rsTypeKind(n); ok {
 		return rsType{name: n, known: true}

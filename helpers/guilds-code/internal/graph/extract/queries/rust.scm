@@ -37,3 +37,9 @@
 (scoped_use_list path: (_) @import.path list: (use_list [(identifier) (scoped_identifier) (self)] @import.name)) @import
 (scoped_use_list path: (_) @import.path list: (use_list (use_as_clause path: (_) @import.name alias: (identifier) @import.alias))) @import
 (for_expression pattern: (identifier) @local.param)
+(tuple_struct_pattern (identifier) @local.param)
+(tuple_pattern (identifier) @local.param)
+(field_pattern (shorthand_field_identifier) @local.param)
+(field_pattern pattern: (identifier) @local.param)
+(ref_pattern (identifier) @local.param)
+(reference_pattern (identifier) @local.param)
