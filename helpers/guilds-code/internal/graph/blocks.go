@@ -10,7 +10,7 @@ import (
 
 // Format names the encoding of files' blocks, which the graph file and the parse worker's records
 // share; it opens every graph file, and its last byte is the version.
-const Format = "GRAFT\x00\x24"
+const Format = "GRAFT\x00\x25"
 
 // MinSymBytes is the least an encoded symbol takes, which bounds a stored symbol count.
 const MinSymBytes = 10

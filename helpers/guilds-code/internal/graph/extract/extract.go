@@ -671,7 +671,7 @@ func (x *Extractor) Extract(ctx context.Context, l *graph.Lang, src []byte, f *g
 	for _, lc := range locals {
 		if s := enclosing(lc.at); s >= 0 && (f.Symbols[s].Kind.Callable() || f.Symbols[s].Kind == graph.KindStruct || f.Symbols[s].Kind == graph.KindClass ||
 			(l.Name == "python" || l.Name == "go") && f.Symbols[s].Kind == graph.KindVar || (l.Name == "go" || l.Name == "java") && f.Symbols[s].Kind == graph.KindInterface ||
-			l.Name == "java" && f.Symbols[s].Kind == graph.KindEnum) {
+			l.Name == "java" && f.Symbols[s].Kind == graph.KindEnum || l.Name == "rust" && f.Symbols[s].Kind == graph.KindImpl) {
 			f.Symbols[s].Locals = append(f.Symbols[s].Locals, graph.Local{Name: lc.name, Type: lc.typ, Line: lc.line})
 		}
 	}
