@@ -23,6 +23,7 @@ type index struct {
 	ts        *tsMemo                       // memo of TypeScript types (resolve_ts.go)
 	rsModules map[string]bool               // memo: the names of the repository's Rust modules (resolve_rust.go)
 	jvBases   map[SymID][]SymID             // memo: a Java class → the classes it extends and implements (resolve_java.go)
+	jvDerives map[[2]SymID]bool             // memo: whether a Java class derives from another (resolve_java.go)
 }
 
 // Sym returns the symbol an id names.

@@ -91,12 +91,25 @@ func (g *Graph) jvDerives(c, base SymID, depth int) bool {
 	if depth > jvMaxDepth {
 		return false
 	}
+	ix := g.index()
+	key := [2]SymID{c, base}
+	if d, ok := ix.jvDerives[key]; ok {
+		return d
+	}
+	if ix.jvDerives == nil {
+		ix.jvDerives = map[[2]SymID]bool{}
+	}
+	d := false
 	for _, b := range g.jvBases(c) {
 		if b == base || g.jvDerives(b, base, depth+1) {
-			return true
+			d = true
+			break
 		}
 	}
-	return false
+	if depth == 0 {
+		ix.jvDerives[key] = d // an answer cut short by the depth bound is not kept
+	}
+	return d
 }
 
 func jvHow(ids []SymID, via bool) ([]SymID, How) {
