@@ -403,3 +403,35 @@ func localType(f *File, from int32, name string) string {
 	}
 	return ""
 }
+
+// closing is the index of the bracket closing the one at open in s ((, [ or {), else -1.
+func closing(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// opening is the index of the bracket that the bracket ending s closes, else -1.
+func opening(s string) int {
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')', ']', '}':
+			depth++
+		case '(', '[', '{':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}

@@ -207,7 +207,7 @@ func (g *Graph) goExprType(f *File, from int32, line uint32, expr string, depth 
 	}
 	expr = strings.TrimSpace(expr)
 	switch {
-	case strings.HasPrefix(expr, "(") && goOpening(expr) == 0 && strings.HasSuffix(expr, ")"):
+	case strings.HasPrefix(expr, "(") && opening(expr) == 0 && strings.HasSuffix(expr, ")"):
 		return g.goExprType(f, from, line, expr[1:len(expr)-1], depth+1) // (x)
 	case strings.HasPrefix(expr, "<-"):
 		return g.goElemType(f, from, line, expr[2:], depth+1) // a receive from a channel
@@ -215,7 +215,7 @@ func (g *Graph) goExprType(f *File, from int32, line uint32, expr string, depth 
 		return g.goExprType(f, from, line, expr[1:], depth+1) // &T{}, *p: the pointer's type stands for the type
 	case strings.HasSuffix(expr, "}"):
 		// A composite literal: T{...}, pkg.T{...}, T[X]{...}.
-		if open := goOpening(expr); open > 0 {
+		if open := opening(expr); open > 0 {
 			if typ := strings.TrimSpace(expr[:open]); !strings.ContainsAny(typ, " ({") {
 				return g.goTypeNamed(f, typ)
 			}
@@ -223,12 +223,12 @@ func (g *Graph) goExprType(f *File, from int32, line uint32, expr string, depth 
 		return goType{}, false
 	case strings.HasSuffix(expr, "]"):
 		// An index: s[i], m[k] (a slice's, array's or map's element).
-		if open := goOpening(expr); open > 0 && expr[open] == '[' {
+		if open := opening(expr); open > 0 && expr[open] == '[' {
 			return g.goElemType(f, from, line, expr[:open], depth+1)
 		}
 		return goType{}, false
 	case strings.HasSuffix(expr, ")"):
-		open := goOpening(expr)
+		open := opening(expr)
 		if open <= 0 || expr[open] != '(' {
 			return goType{}, false
 		}
@@ -359,7 +359,7 @@ func (g *Graph) goElemType(f *File, from int32, line uint32, expr string, depth 
 // goIterArg is the slice or map a standard iterator ranges over (slices.All(s), slices.Backward(s),
 // maps.All(m): what they yield beside the index or key is s's or m's element).
 func goIterArg(f *File, expr string) (string, bool) {
-	open := goOpening(expr)
+	open := opening(expr)
 	if !strings.HasSuffix(expr, ")") || open <= 0 {
 		return "", false
 	}
@@ -386,7 +386,7 @@ func (g *Graph) goTypeText(f *File, from int32, line uint32, expr string, depth 
 	switch {
 	case strings.HasPrefix(expr, "*"): // *p: the pointer's type stands for the type
 		return g.goTypeText(f, from, line, expr[1:], depth+1)
-	case strings.HasPrefix(expr, "(") && goOpening(expr) == 0 && strings.HasSuffix(expr, ")"):
+	case strings.HasPrefix(expr, "(") && opening(expr) == 0 && strings.HasSuffix(expr, ")"):
 		return g.goTypeText(f, from, line, expr[1:len(expr)-1], depth+1)
 	}
 	if isIdent(expr) {
@@ -418,7 +418,7 @@ func goElem(t string) string {
 			return t[i+1:]
 		}
 	case strings.HasPrefix(t, "map["):
-		if i := matchingClose(t[3:]); i > 0 {
+		if i := closing(t[3:], 0); i > 0 {
 			return t[3+i+1:]
 		}
 	case strings.HasPrefix(t, "chan "), strings.HasPrefix(t, "<-chan "):
@@ -431,11 +431,11 @@ func goElem(t string) string {
 // position k, or the type itself for a conversion.
 func (g *Graph) goCallType(f *File, from int32, line uint32, callee string, k, depth int) (goType, bool) {
 	dir := path.Dir(f.Path)
-	if strings.HasPrefix(callee, "(") && goOpening(callee) == 0 && strings.HasSuffix(callee, ")") {
+	if strings.HasPrefix(callee, "(") && opening(callee) == 0 && strings.HasSuffix(callee, ")") {
 		return g.goTypeNamed(f, callee[1:len(callee)-1]) // a conversion to a type in parentheses: (*T)(x)
 	}
 	if strings.HasSuffix(callee, "]") { // a generic function's instance: F[T](x)
-		if open := goOpening(callee); open > 0 {
+		if open := opening(callee); open > 0 {
 			callee = callee[:open]
 		}
 	}
@@ -531,43 +531,6 @@ var goPredeclared = map[string]bool{"bool": true, "byte": true, "complex64": tru
 	"float32": true, "float64": true, "int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true,
 	"string": true, "uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true, "any": true,
 	"len": true, "cap": true, "append": true, "make": true, "complex": true, "real": true, "imag": true, "min": true, "max": true}
-
-// matchingClose is the index of the bracket closing the one s starts with, or -1.
-func matchingClose(s string) int {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-// matchingParen is the index of the "(" that the ")" ending s closes, or -1.
-func matchingParen(s string) int {
-	depth := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ')', ']', '}':
-			depth++
-		case '(', '[', '{':
-			depth--
-			if depth == 0 {
-				if s[i] != '(' {
-					return -1
-				}
-				return i
-			}
-		}
-	}
-	return -1
-}
 
 // goFieldType is the declared type of field name of struct typ in folder dir, and the file declaring it.
 func (g *Graph) goFieldType(dir, typ, name string) (*File, string) {

@@ -307,7 +307,7 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		return jvUnknown
 	}
 	expr = jvTight(expr)
-	for len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
+	for len(expr) > 1 && expr[0] == '(' && closing(expr, 0) == len(expr)-1 {
 		expr = strings.TrimSpace(expr[1 : len(expr)-1])
 	}
 	if expr == "" || strings.Contains(expr, "…") {
@@ -326,14 +326,14 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		if i <= 0 {
 			return jvUnknown
 		}
-		end := tsClosing(after, i)
+		end := closing(after, i)
 		if end < 0 {
 			return jvUnknown
 		}
 		t = g.jvTypeOf(fi, f, after[:i])
 		rest = strings.TrimSpace(after[end+1:])
 		if strings.HasPrefix(rest, "{") {
-			k := tsClosing(rest, 0)
+			k := closing(rest, 0)
 			if k < 0 {
 				return jvUnknown
 			}
@@ -341,7 +341,7 @@ func (g *Graph) jvExpr(fi int32, f *File, scope int32, line uint32, expr string,
 		}
 	case expr[0] == '(':
 		// ((T) x).m or (a.b()).c: a cast types what it casts.
-		k := tsClosing(expr, 0)
+		k := closing(expr, 0)
 		if k < 0 {
 			return jvUnknown
 		}

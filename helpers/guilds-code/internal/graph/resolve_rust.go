@@ -343,7 +343,7 @@ func rsImplTrait(sig string) string {
 	}
 	head = strings.TrimSpace(strings.TrimPrefix(head, "impl"))
 	if strings.HasPrefix(head, "<") {
-		if j := tsClosing(strings.ReplaceAll(strings.ReplaceAll(head, "<", "("), ">", ")"), 0); j >= 0 {
+		if j := closing(strings.ReplaceAll(strings.ReplaceAll(head, "<", "("), ">", ")"), 0); j >= 0 {
 			head = strings.TrimSpace(head[j+1:])
 		}
 	}
@@ -374,7 +374,7 @@ func (g *Graph) rsExpr(fi int32, f *File, scope int32, line uint32, expr string,
 	}
 	expr = rsTrimRef(expr)
 	for {
-		if len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
+		if len(expr) > 1 && expr[0] == '(' && closing(expr, 0) == len(expr)-1 {
 			expr = rsTrimRef(expr[1 : len(expr)-1])
 		} else if body, ok := strings.CutPrefix(expr, "unsafe {"); ok && strings.HasSuffix(body, "}") {
 			expr = rsTrimRef(strings.TrimSuffix(body, "}")) // unsafe { x }: what x holds
@@ -512,7 +512,7 @@ func rsSegments(expr string) ([]rsSeg, bool) {
 			return []rsSeg{{name: s.name, lit: true}}, true
 		}
 		if j < len(expr) && expr[j] == '(' {
-			k := tsClosing(expr, j)
+			k := closing(expr, j)
 			if k < 0 {
 				return nil, false
 			}

@@ -129,7 +129,7 @@ func (g *Graph) tsTooDeep(depth int) bool {
 
 func (g *Graph) tsExprUncached(fi int32, f *File, scope int32, expr string, depth int) tsType {
 	expr = strings.TrimSpace(expr)
-	for len(expr) > 1 && expr[0] == '(' && tsClosing(expr, 0) == len(expr)-1 {
+	for len(expr) > 1 && expr[0] == '(' && closing(expr, 0) == len(expr)-1 {
 		expr = strings.TrimSpace(expr[1 : len(expr)-1])
 	}
 	if i := tsTopLevelAs(expr); i >= 0 {
@@ -180,22 +180,6 @@ func (g *Graph) tsExprUncached(fi int32, f *File, scope int32, expr string, dept
 		}
 	}
 	return t
-}
-
-// tsClosing is the index of the bracket closing the one at open, else -1.
-func tsClosing(s string, open int) int {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			if depth--; depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // tsTopLevelAs is the index of the last " as " outside brackets and strings in expr, else -1.

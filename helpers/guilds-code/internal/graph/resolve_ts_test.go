@@ -110,8 +110,8 @@ func FuzzTypeText(f *testing.F) {
 			t.Fatalf("tsTopLevelAs(%q) = %d", s, i)
 		}
 		for i := 0; i < len(s) && i < 8; i++ {
-			if j := tsClosing(s, i); j >= len(s) || j >= 0 && j < i {
-				t.Fatalf("tsClosing(%q, %d) = %d", s, i, j)
+			if j := closing(s, i); j >= len(s) || j >= 0 && j < i {
+				t.Fatalf("closing(%q, %d) = %d", s, i, j)
 			}
 		}
 		_ = tsSplitTop(s)

@@ -29,7 +29,7 @@ func (g *Graph) goUnderlying(t goType) (*File, string) {
 	rest := strings.TrimPrefix(s.Sig, "type ")
 	rest = strings.TrimPrefix(rest, t.name)
 	if strings.HasPrefix(rest, "[") { // type parameters
-		if i := matchingClose(rest); i > 0 {
+		if i := closing(rest, 0); i > 0 {
 			rest = rest[i+1:]
 		}
 	}
@@ -159,23 +159,6 @@ func (g *Graph) goMethodCall(f *File, t goType, name string, cands []SymID) ([]S
 	return out, Typed
 }
 
-// goOpening is the index of the bracket that the bracket ending s closes, or -1.
-func goOpening(s string) int {
-	depth := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ')', ']', '}':
-			depth++
-		case '(', '[', '{':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
 // SplitTopLevel splits s at its commas outside brackets and string literals ("a, f(b, c)" → "a", "f(b, c)").
 func SplitTopLevel(s string) []string {
 	var out []string
@@ -209,7 +192,7 @@ func SplitTopLevel(s string) []string {
 func goResults(sig string) []string {
 	rest := strings.TrimSpace(strings.TrimPrefix(sig, "func"))
 	if strings.HasPrefix(rest, "(") { // the receiver
-		i := matchingClose(rest)
+		i := closing(rest, 0)
 		if i < 0 {
 			return nil
 		}
@@ -220,7 +203,7 @@ func goResults(sig string) []string {
 		return nil
 	}
 	if j := strings.IndexByte(rest[:i], '['); j >= 0 { // type parameters
-		k := matchingClose(rest[j:])
+		k := closing(rest[j:], 0)
 		if k < 0 {
 			return nil
 		}
@@ -229,7 +212,7 @@ func goResults(sig string) []string {
 			return nil
 		}
 	}
-	end := matchingClose(rest[i:])
+	end := closing(rest[i:], 0)
 	if end < 0 {
 		return nil
 	}
@@ -240,7 +223,7 @@ func goResults(sig string) []string {
 	if !strings.HasPrefix(res, "(") {
 		return []string{res}
 	}
-	if k := matchingClose(res); k > 0 {
+	if k := closing(res, 0); k > 0 {
 		res = res[1:k]
 	}
 	parts := SplitTopLevel(res)
