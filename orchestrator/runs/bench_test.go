@@ -34,18 +34,23 @@ func benchService(b testing.TB) (*runs.Service, *pgxpool.Pool, string) {
 			return "waited", nil
 		}})
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
-	ctx := context.Background()
-	now := time.Now().UTC()
-	if err := store.CreateOrg(ctx, orchestrator.Org{ID: "org_b", Name: "o", CreatedAt: now}); err != nil {
-		b.Fatal(err)
+	return svc, pool, seedAgent(b, store, "b")
+}
+
+// seedAgent creates org_<x>, its guild gld_<x> and its agent agt_<x>, and returns the agent's id.
+func seedAgent(t testing.TB, store *postgres.Store, x string) string {
+	t.Helper()
+	ctx, now := context.Background(), time.Now().UTC()
+	for _, err := range []error{
+		store.CreateOrg(ctx, orchestrator.Org{ID: "org_" + x, Name: x, CreatedAt: now}),
+		store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_" + x, OrgID: "org_" + x, Name: "g", CreatedAt: now}),
+		store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_" + x, GuildID: "gld_" + x, Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_b", OrgID: "org_b", Name: "g", CreatedAt: now}); err != nil {
-		b.Fatal(err)
-	}
-	if err := store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_b", GuildID: "gld_b", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}); err != nil {
-		b.Fatal(err)
-	}
-	return svc, pool, "agt_b"
+	return "agt_" + x
 }
 
 // newRun starts a run with the largest budget.

@@ -47,17 +47,13 @@ func TestTransactionalCalls(t *testing.T) {
 		reg.MustRegister(registry.Tool{Name: name, Family: orchestrator.FamilyAlways, Description: "Writes an org.", Schema: schema, Handler: h, Transactional: true})
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
-	now := time.Now().UTC()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(store.CreateOrg(ctx, orchestrator.Org{ID: "org_t", Name: "t", CreatedAt: now}))
-	must(store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_t", OrgID: "org_t", Name: "g", CreatedAt: now}))
-	must(store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_t", GuildID: "gld_t", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}))
-	run, err := svc.StartRun(ctx, "agt_t", runs.StartRequest{Kind: orchestrator.KindDirect})
+	run, err := svc.StartRun(ctx, seedAgent(t, store, "t"), runs.StartRequest{Kind: orchestrator.KindDirect})
 	must(err)
 	exists := func(id string) bool {
 		_, err := store.GetOrg(ctx, id)

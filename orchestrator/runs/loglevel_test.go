@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -53,17 +52,13 @@ func TestModelMistakesLogAtInfo(t *testing.T) {
 	logs := &lockedBuffer{}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Log: slog.New(slog.NewJSONHandler(logs, nil))}
 	ctx := context.Background()
-	now := time.Now().UTC()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(store.CreateOrg(ctx, orchestrator.Org{ID: "o1", Name: "o", CreatedAt: now}))
-	must(store.CreateGuild(ctx, orchestrator.Guild{ID: "g1", OrgID: "o1", Name: "g", CreatedAt: now}))
-	must(store.CreateAgent(ctx, orchestrator.Agent{ID: "a1", GuildID: "g1", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}))
-	run, err := svc.StartRun(ctx, "a1", runs.StartRequest{Kind: orchestrator.KindDirect})
+	run, err := svc.StartRun(ctx, seedAgent(t, store, "l"), runs.StartRequest{Kind: orchestrator.KindDirect})
 	must(err)
 	want := map[string]string{"invalid": "INFO", "missing": "INFO", "forbidden": "INFO", "conflict": "INFO", "args": "", "broken": "WARN"}
 	for name := range want {

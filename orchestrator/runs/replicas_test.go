@@ -43,16 +43,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	if _, err := a.RecoverCalls(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range []error{
-		store.CreateOrg(ctx, orchestrator.Org{ID: "org_r", Name: "r", CreatedAt: now}),
-		store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_r", OrgID: "org_r", Name: "g", CreatedAt: now}),
-		store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_r", GuildID: "gld_r", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	run, err := a.StartRun(ctx, "agt_r", runs.StartRequest{Kind: orchestrator.KindDirect})
+	run, err := a.StartRun(ctx, seedAgent(t, store, "r"), runs.StartRequest{Kind: orchestrator.KindDirect})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,17 +113,7 @@ func TestSecretArgsMaskedBeforeTheToolRuns(t *testing.T) {
 			return "kept", nil
 		}})
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg}
-	now := time.Now().UTC()
-	for _, err := range []error{
-		store.CreateOrg(ctx, orchestrator.Org{ID: "org_s", Name: "s", CreatedAt: now}),
-		store.CreateGuild(ctx, orchestrator.Guild{ID: "gld_s", OrgID: "org_s", Name: "g", CreatedAt: now}),
-		store.CreateAgent(ctx, orchestrator.Agent{ID: "agt_s", GuildID: "gld_s", Name: "a", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	run, err := svc.StartRun(ctx, "agt_s", runs.StartRequest{Kind: orchestrator.KindDirect})
+	run, err := svc.StartRun(ctx, seedAgent(t, store, "s"), runs.StartRequest{Kind: orchestrator.KindDirect})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,8 @@ package github_test
 
 import (
 	"context"
-	"sort"
+	"github.com/guildsai/guilds/shared/benchtest"
 	"testing"
-	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
@@ -68,17 +67,12 @@ func BenchmarkGenerationStart(b *testing.B) {
 	}
 	client := w.svc.Client
 	const each = 40
-	measure := func(f func() error) float64 {
-		ds := make([]float64, 0, each)
-		for i := 0; i < each; i++ {
-			start := time.Now()
+	measure := func(f func() error) float64 { // the median of each runs, in ms
+		return benchtest.MS(benchtest.Alternate(each, func() {
 			if err := f(); err != nil {
 				b.Fatal(err)
 			}
-			ds = append(ds, float64(time.Since(start).Microseconds())/1000)
-		}
-		sort.Float64s(ds)
-		return ds[len(ds)/2]
+		})[0])
 	}
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
