@@ -76,7 +76,7 @@ func (s *Store) SeedCatalog(ctx context.Context, servers []orchestrator.MCPServe
 			if err != nil {
 				return fmt.Errorf("seed %s: %w", srv.Slug, err)
 			}
-			endpoints, err := json.Marshal(srv.Endpoints)
+			endpoints, err := json.Marshal(nonNilMap(srv.Endpoints)) // null || admin_endpoints would be an array
 			if err != nil {
 				return fmt.Errorf("seed %s: %w", srv.Slug, err)
 			}

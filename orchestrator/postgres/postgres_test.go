@@ -284,3 +284,22 @@ func TestInterruptOnlyCallsOfGoneProcesses(t *testing.T) {
 		t.Fatalf("a beating process's call was interrupted: %d %v", n, err)
 	}
 }
+
+// TestSeedServerWithoutEndpoints: a seeded server that names no endpoints reads back with none
+// (its stored endpoints are {}, so the admin's overlay joins an object, not null).
+func TestSeedServerWithoutEndpoints(t *testing.T) {
+	ctx := context.Background()
+	s := postgres.NewStore(pgtest.NewDB(t))
+	srv := orchestrator.MCPServer{Slug: "plain", Name: "Plain", Kind: orchestrator.ServerRemote, Transport: "http",
+		URL: "https://plain.example/mcp", Auth: orchestrator.AuthNone, Published: true}
+	if err := s.SeedCatalog(ctx, []orchestrator.MCPServer{srv}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetServer(ctx, "plain")
+	if err != nil {
+		t.Fatalf("read a seeded server without endpoints: %v", err)
+	}
+	if len(got.Endpoints) != 0 || got.URL != srv.URL {
+		t.Fatalf("server read back as %+v", got)
+	}
+}

@@ -568,6 +568,14 @@ func (s *Store) ListCalls(ctx context.Context, runID string, page orchestrator.C
 	return nonNil(out), nil
 }
 
+// nonNilMap turns a nil map into an empty one, so JSON shows {} rather than null.
+func nonNilMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
 // nonNil turns a nil slice into an empty one, so JSON shows [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {
