@@ -10,6 +10,13 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 )
 
+// Codes only the HTTP layer answers: the route exists but not for that method, and a body past
+// BodyLimit.
+const (
+	EMETHOD   = "EMETHOD"
+	ETOOLARGE = "ETOOLARGE"
+)
+
 // statusOf is the one place an error code becomes an HTTP status.
 func statusOf(code string) int {
 	switch code {
@@ -27,11 +34,11 @@ func statusOf(code string) int {
 		return http.StatusUnauthorized
 	case orchestrator.EUPSTREAM:
 		return http.StatusBadGateway
-	case "EMETHOD":
+	case EMETHOD:
 		return http.StatusMethodNotAllowed
 	case orchestrator.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
-	case "ETOOLARGE":
+	case ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
 	default:
 		return http.StatusInternalServerError
@@ -58,9 +65,9 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		case http.StatusNotFound:
 			code, msg = orchestrator.ENOTFOUND, "no route "+c.Method()+" "+c.Path()+"; the API is described at GET /api/openapi.json"
 		case http.StatusMethodNotAllowed:
-			code, msg = "EMETHOD", "method "+c.Method()+" is not allowed on "+c.Path()+"; see GET /api/openapi.json"
+			code, msg = EMETHOD, "method "+c.Method()+" is not allowed on "+c.Path()+"; see GET /api/openapi.json"
 		case http.StatusRequestEntityTooLarge:
-			code, msg = "ETOOLARGE", fmt.Sprintf("request body is larger than the %d MiB limit; send less (a large file is better written in the sandbox, by shell, or in parts)", BodyLimit>>20)
+			code, msg = ETOOLARGE, fmt.Sprintf("request body is larger than the %d MiB limit; send less (a large file is better written in the sandbox, by shell, or in parts)", BodyLimit>>20)
 		case http.StatusBadRequest:
 			code, msg = orchestrator.EMALFORMED, fe.Message
 		default:

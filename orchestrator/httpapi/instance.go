@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator/integrations"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
+)
+
+// instanceIntegration is one integration in GET /api/instance.
+type instanceIntegration struct {
+	Name       string             `json:"name"`
+	State      integrations.State `json:"state"`
+	Summary    string             `json:"switches_on_summary"`
+	Variables  []instanceVariable `json:"variables"`
+	Providers  []string           `json:"providers"`
+	Tools      []string           `json:"tools"`
+	Connectors []string           `json:"connectors"`
+}
+
+type instanceVariable struct {
+	Name     string `json:"name"`
+	Set      bool   `json:"set"`
+	Required bool   `json:"required"`
+}
+
+// instance reports the auth mode, each integration's state (never a variable's value), the
+// isolation the agents' sandboxes have on this host, and where the secret key came from.
+func (s *Server) instance(c *fiber.Ctx) error {
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	out := []instanceIntegration{}
+	for _, st := range integrations.Evaluate(getenv) {
+		ii := instanceIntegration{Name: st.Name, State: st.State, Summary: st.Summary,
+			Providers: nonNil(st.Providers), Tools: nonNil(st.Tools), Connectors: nonNil(st.Connectors), Variables: []instanceVariable{}}
+		for _, v := range st.Variables {
+			ii.Variables = append(ii.Variables, instanceVariable{Name: v.Name, Set: v.Set, Required: v.Required})
+		}
+		out = append(out, ii)
+	}
+	box := sandbox.Status{Backend: "none", Missing: []string{"no sandbox: code and browser tools are not available"}}
+	if s.Sandbox != nil {
+		box = s.Sandbox.Status()
+	}
+	if box.Missing == nil {
+		box.Missing = []string{}
+	}
+	key := s.SecretKeySource
+	if key == "" {
+		key = "none"
+	}
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
