@@ -18,6 +18,7 @@ const (
 	EINTERNAL     = "EINTERNAL"     // a fault on our side; details are in the operational log
 	EUPSTREAM     = "EUPSTREAM"     // a remote server the orchestrator called answered with an error
 	EUNAVAILABLE  = "EUNAVAILABLE"  // the orchestrator's database cannot be reached right now; retry later
+	ELIMIT        = "ELIMIT"        // too many attempts or open sessions: wait, or close some, then retry
 )
 
 // Error is a domain error: a code and a message written for the caller.

@@ -106,6 +106,8 @@ func floor(r string) string {
 		return "config"
 	case "runs", "bindings", "catalog":
 		return "core"
+	case "identity":
+		return "identity"
 	case "sandbox":
 		return "sandbox"
 	case "postgres":
@@ -169,7 +171,7 @@ func arrow(from, to string) string {
 	case "":
 		return "" // reported as a package on no floor
 	}
-	low := tf == "root" || tf == "rules" || tf == "core" || tf == "sandbox"
+	low := tf == "root" || tf == "rules" || tf == "identity" || tf == "core" || tf == "sandbox"
 	switch ff {
 	case "root":
 		return "the root package imports nothing of the module: move what it needs into the root"
@@ -183,11 +185,16 @@ func arrow(from, to string) string {
 			return ""
 		}
 		return "config imports only the root and sealed"
+	case "identity":
+		if tf == "root" || tf == "rules" || tf == "identity" {
+			return ""
+		}
+		return "identity decides who is calling from the root types: it imports only the root and the rules"
 	case "core":
 		if low {
 			return ""
 		}
-		return "runs, bindings and catalog import only the root, the rules, each other and sandbox"
+		return "runs, bindings and catalog import only the root, the rules, identity, each other and sandbox"
 	case "sandbox":
 		if tf == "root" || tf == "sandbox" {
 			return ""
@@ -315,6 +322,13 @@ func TestLayeringRule(t *testing.T) {
 		{"connectors/adapters/coingecko", "connectors", true},
 		{"connectors/adapters/coingecko", "connectors/adapters/qonto", false},
 		{"connectors/github", "connectors/adapters", false},
+		{"identity", "", true},
+		{"identity", "sealed", true},
+		{"identity", "runs", false},
+		{"identity", "postgres", false},
+		{"runs", "identity", true},
+		{"httpapi", "identity", true},
+		{"postgres", "identity", false},
 		{"httpapi", "runs", true},
 		{"httpapi", "sandbox", true},
 		{"httpapi", "integrations", true},
@@ -391,7 +405,7 @@ func checkDataTypesOnly(t *testing.T, p listed, byPath map[string]listed) {
 		for _, is := range af.Imports {
 			path, _ := strconv.Unquote(is.Path.Value)
 			r, ok := rel(path)
-			if !ok || (floor(r) != "core" && floor(r) != "sandbox") {
+			if !ok || (floor(r) != "core" && floor(r) != "sandbox" && floor(r) != "identity") {
 				continue
 			}
 			n := filepath.Base(path)
