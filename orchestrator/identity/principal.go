@@ -101,6 +101,7 @@ const (
 	RuntimeNone  = iota // agent keys and run tokens are refused
 	RuntimeAgent        // the agent's key, for a route on the agent itself (start its runs, read it)
 	RuntimeRun          // the run's token and its agent's key, for a route on one run
+	RuntimeAny          // any runtime credential, for a route that names no object (the instance view)
 )
 
 // Need is what a route asks of its caller.
@@ -160,6 +161,12 @@ func (p Principal) May(t Target, need Need) error {
 // decideRuntime decides for an agent key or a run token: its own agent or run, on routes that
 // accept it.
 func decideRuntime(p Principal, t Target, need Need) error {
+	if t.Scope == "" {
+		if need.Runtime == RuntimeAny && !need.Admin && !need.Session {
+			return nil
+		}
+		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "%s may only start, call, read and close its agent's runs; this needs an operator's account or API token", p.Label())
+	}
 	mine := t.AgentID != "" && t.AgentID == p.Chain.AgentID
 	if p.Kind == orchestrator.CredentialRunToken {
 		mine = t.RunID != "" && t.RunID == p.RunID
