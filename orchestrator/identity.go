@@ -187,6 +187,7 @@ type AccountPatch struct {
 	InstanceAdmin *bool
 	PasswordHash  *string
 	Deactivate    bool
+	Reactivate    bool
 }
 
 // SignInState is an email's standing at sign-in: its account (nil when none) with the stored

@@ -51,6 +51,14 @@ type Server struct {
 	SecretKeySource string
 	Log             *slog.Logger
 	Now             func() time.Time
+
+	Identity IdentityService     // resolves every request's principal; keeps accounts, sessions, tokens and keys
+	Accounts AccountReader       // what the identity routes list
+	Places   orchestrator.Placer // places the objects requests name, for the access decision
+	Audit    Auditor             // the audit log's writer; nil writes none
+	// PublicBaseURL is PUBLIC_BASE_URL: the box's address in links it makes (invitations); "" the
+	// request's own.
+	PublicBaseURL string
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).

@@ -43,7 +43,8 @@ type AccountChange struct {
 	Email         *string
 	Password      *string
 	InstanceAdmin *bool
-	Deactivate    bool
+	Deactivate    bool // signs every session out too
+	Reactivate    bool
 }
 
 // UpdateAccount applies an edit; the account's cached credentials are dropped at once.
@@ -74,7 +75,7 @@ func (s *Service) UpdateAccount(ctx context.Context, id string, ch AccountChange
 		h := HashPassword(*ch.Password)
 		p.PasswordHash = &h
 	}
-	p.InstanceAdmin, p.Deactivate = ch.InstanceAdmin, ch.Deactivate
+	p.InstanceAdmin, p.Deactivate, p.Reactivate = ch.InstanceAdmin, ch.Deactivate, ch.Reactivate
 	a, err := s.Store.UpdateAccount(ctx, id, p, s.now())
 	if err != nil {
 		return a, err

@@ -171,8 +171,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, p orchestrator.Acc
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE accounts SET name = coalesce($2, name), email = coalesce($3, email),
 			instance_admin = coalesce($4, instance_admin), password_hash = coalesce($5, password_hash),
-			deactivated_at = CASE WHEN $6 THEN coalesce(deactivated_at, $7) ELSE deactivated_at END, updated_at = $7
-			WHERE id = $1`, id, p.Name, p.Email, p.InstanceAdmin, p.PasswordHash, p.Deactivate, now)
+			deactivated_at = CASE WHEN $6 THEN coalesce(deactivated_at, $7) WHEN $8 THEN NULL ELSE deactivated_at END, updated_at = $7
+			WHERE id = $1`, id, p.Name, p.Email, p.InstanceAdmin, p.PasswordHash, p.Deactivate, now, p.Reactivate)
 		if uniqueViolation(err, "accounts_email_key") {
 			return orchestrator.Errorf(orchestrator.ECONFLICT, "an account with email %s already exists", deref(p.Email))
 		}
