@@ -38,7 +38,7 @@ var ssoAccounts = map[string]oidctest.Account{
 // ssoEnv is the accounts app serving single sign-on on a loopback port, a real OpenID provider
 // that has it as a client, and the identity service behind both.
 type ssoEnv struct {
-	t      *testing.T
+	t      testing.TB
 	base   string // the app's URL
 	pool   *pgxpool.Pool
 	store  *postgres.Store
@@ -98,7 +98,7 @@ func (s *tokenSwap) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // newSSOEnv starts the provider and the app, single sign-on set to the provider's issuer number
 // issuer (0: email and name from userinfo, 1: in the ID token).
-func newSSOEnv(t *testing.T, issuer int) *ssoEnv {
+func newSSOEnv(t testing.TB, issuer int) *ssoEnv {
 	t.Helper()
 	key, err := sealed.FromString(sealed.GenerateKey())
 	if err != nil {
@@ -136,7 +136,7 @@ func newSSOEnv(t *testing.T, issuer int) *ssoEnv {
 }
 
 // with is the environment for a subtest: its helpers fail t.
-func (e *ssoEnv) with(t *testing.T) *ssoEnv {
+func (e *ssoEnv) with(t testing.TB) *ssoEnv {
 	c := *e
 	c.t = t
 	return &c
@@ -425,7 +425,7 @@ func TestSSOTamperedIDTokens(t *testing.T) {
 		{"issuer", e.p.Issuers[1], e.box, `was issued by "` + e.p.Issuers[1] + `", not by the configured provider`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-		e := e.with(t)
+			e := e.with(t)
 			forged := e.p.IDToken(t, tc.issuer, tc.client, "alice")
 			b := oidctest.NewBrowser()
 			cb := e.signIn(b, "alice", "/")
@@ -481,4 +481,29 @@ func TestSSOEmailInIDToken(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &inst); err != nil || resp.StatusCode != 200 || inst["auth_mode"] != "accounts" || inst["sso"] != true {
 		t.Fatalf("instance: %d %s", resp.StatusCode, body)
 	}
+}
+
+// BenchmarkSSOSignIn: a whole sign-in through the box (start, the provider's login and consent,
+// the callback: code exchange, ID token and userinfo, the account, the session) against the same
+// login done by a client of the provider directly (its code exchange included), in one run; the
+// ratio is what the box adds.
+func BenchmarkSSOSignIn(b *testing.B) {
+	e := newSSOEnv(b, 0)
+	e.account("alice@example.com", "Alice")
+	var direct, box time.Duration
+	for i := -1; i < b.N; i++ { // the first round warms both up (discovery, keys, the provider's caches) and is not counted
+		t0 := time.Now()
+		e.p.IDToken(b, e.issuer, e.box, "alice")
+		t1 := time.Now()
+		br := oidctest.NewBrowser()
+		if resp, body := e.get(br, e.signIn(br, "alice", "/").String()); resp.StatusCode != http.StatusFound {
+			b.Fatalf("callback answered %d: %s", resp.StatusCode, body)
+		}
+		if i >= 0 {
+			direct, box = direct+t1.Sub(t0), box+time.Since(t1)
+		}
+	}
+	b.ReportMetric(float64(box.Microseconds())/1000/float64(b.N), "box_ms/op")
+	b.ReportMetric(float64(direct.Microseconds())/1000/float64(b.N), "provider_ms/op")
+	b.ReportMetric(float64(box)/float64(direct), "x_vs_provider")
 }
