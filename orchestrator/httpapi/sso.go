@@ -59,6 +59,7 @@ func (s *Server) startSSO(c *fiber.Ctx) error {
 // is a small HTML page (the browser shows it as it is, with a strict CSP) that names what was wrong
 // and never shows the code, a token or the verifier.
 func (s *Server) finishSSO(c *fiber.Ctx) error {
+	c.Locals(localAudited, true) // a sign-in, or an attempt, changes state though it is a GET
 	if s.SSO == nil {
 		return page(c, http.StatusNotFound, "Sign-in failed", orchestrator.ErrorMessage(errNoSSO))
 	}
@@ -76,6 +77,7 @@ func (s *Server) finishSSO(c *fiber.Ctx) error {
 		}
 		return page(c, ssoStatus(code), "Sign-in failed", msg)
 	}
+	c.Locals(localPrincipal, identity.Principal{Kind: orchestrator.CredentialSession, Account: &in.Account}) // the audit row's actor
 	s.setSession(c, in.Cookie, in.Expires)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")

@@ -49,6 +49,7 @@ type ssoEnv struct {
 	box    oidctest.Client // this box's client at the provider
 	other  oidctest.Client // another application's client at the same provider
 	swap   *tokenSwap
+	audit  *identity.Auditor
 	org    orchestrator.Org
 	guild  orchestrator.Guild
 }
@@ -119,8 +120,13 @@ func newSSOEnv(t testing.TB, issuer int) *ssoEnv {
 	e.ids = &identity.Service{Store: e.store, Box: key, Bootstrap: token, Now: e.clock.Now}
 	sso := &identity.SSO{Identity: e.ids, States: e.store, HTTP: &http.Client{Transport: e.swap, Timeout: 30 * time.Second},
 		Config: orchestrator.OIDCConfig{Issuer: e.issuer, ClientID: e.box.ID, ClientSecret: e.box.Secret}}
+	e.audit = &identity.Auditor{Store: e.store}
+	actx, stopAudit := context.WithCancel(context.Background())
+	audited := make(chan struct{})
+	go func() { defer close(audited); e.audit.Run(actx, 5*time.Second) }()
+	t.Cleanup(func() { stopAudit(); <-audited })
 	app := httpapi.NewAccountsApp(&httpapi.Server{Identity: e.ids, Accounts: e.store, SSO: sso, AdminToken: token, PublicBaseURL: e.base,
-		Log: slog.New(slog.DiscardHandler)})
+		Audit: e.audit, Log: slog.New(slog.DiscardHandler)})
 	go func() { _ = app.Listener(ln) }()
 	t.Cleanup(func() { _ = app.ShutdownWithTimeout(10 * time.Second) })
 
@@ -283,6 +289,11 @@ func TestSSOSignIn(t *testing.T) {
 	if err != nil || got.LastSignInAt == nil {
 		t.Fatalf("the sign-in is not recorded on the account: %+v %v", got, err)
 	}
+	e.audit.Flush(context.Background())
+	rows, err := e.store.ListAudit(context.Background(), orchestrator.AuditQuery{Operation: "finishSSO", Limit: 10})
+	if err != nil || len(rows) != 1 || rows[0].AccountID != alice.ID || rows[0].Status != http.StatusFound || rows[0].Method != "GET" {
+		t.Fatalf("the sign-in's audit rows: %+v %v", rows, err)
+	}
 
 	t.Run("replayed", func(t *testing.T) {
 		e := e.with(t)
@@ -437,6 +448,19 @@ func TestSSOTamperedIDTokens(t *testing.T) {
 	b := oidctest.NewBrowser()
 	if resp, body := e.get(b, e.signIn(b, "alice", "/").String()); resp.StatusCode != http.StatusFound {
 		t.Fatalf("callback answered %d: %s", resp.StatusCode, body)
+	}
+	// Each attempt is one audit row, the refused ones with their status and no account.
+	e.audit.Flush(context.Background())
+	rows, err := e.store.ListAudit(context.Background(), orchestrator.AuditQuery{Operation: "finishSSO", Limit: 10})
+	statuses := map[int]int{}
+	for _, r := range rows {
+		statuses[r.Status]++
+		if r.Status != http.StatusFound && (r.AccountID != "" || r.ActorKind != "anonymous") {
+			t.Fatalf("a refused sign-in's audit row names an actor: %+v", r)
+		}
+	}
+	if err != nil || statuses[http.StatusUnauthorized] != 3 || statuses[http.StatusFound] != 1 {
+		t.Fatalf("audit rows by status %v (%v)", statuses, err)
 	}
 }
 
