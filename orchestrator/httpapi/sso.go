@@ -66,7 +66,7 @@ func (s *Server) finishSSO(c *fiber.Ctx) error {
 	binding := c.Cookies(ssoCookie)
 	c.Cookie(&fiber.Cookie{Name: ssoCookie, Value: "", Path: "/api" + ssoStartPath, MaxAge: -1, HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: c.Protocol() == "https" || !loopback(c.Hostname())})
-	in, err := s.SSO.Finish(c.UserContext(), identity.SSOCallback{State: c.Query("state"), Code: c.Query("code"), Error: c.Query("error"),
+	in, err := s.SSO.Finish(c.UserContext(), identity.SSOCallback{State: c.Query("state"), Code: c.Query("code"), Issuer: c.Query("iss"), Error: c.Query("error"),
 		ErrorDescription: c.Query("error_description"), Binding: binding}, c.IP(), c.Get(fiber.HeaderUserAgent))
 	if err != nil {
 		code := orchestrator.ErrorCode(err)

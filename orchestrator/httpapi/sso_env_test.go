@@ -444,6 +444,18 @@ func TestSSOTamperedIDTokens(t *testing.T) {
 			e.refused(b, cb, 401, tc.want, forged)
 		})
 	}
+	t.Run("iss parameter", func(t *testing.T) { // RFC 9207: a callback naming another issuer is refused before the code is used
+		e := e.with(t)
+		b := oidctest.NewBrowser()
+		cb := e.signIn(b, "alice", "/")
+		if cb.Query().Get("iss") != e.issuer {
+			t.Fatalf("the provider sent iss %q", cb.Query().Get("iss"))
+		}
+		q := cb.Query()
+		q.Set("iss", e.p.Issuers[1])
+		cb.RawQuery = q.Encode()
+		e.refused(b, cb, 401, `comes from the issuer "`+e.p.Issuers[1]+`"`)
+	})
 	// Untouched, the same sign-in works.
 	b := oidctest.NewBrowser()
 	if resp, body := e.get(b, e.signIn(b, "alice", "/").String()); resp.StatusCode != http.StatusFound {
@@ -459,7 +471,7 @@ func TestSSOTamperedIDTokens(t *testing.T) {
 			t.Fatalf("a refused sign-in's audit row names an actor: %+v", r)
 		}
 	}
-	if err != nil || statuses[http.StatusUnauthorized] != 3 || statuses[http.StatusFound] != 1 {
+	if err != nil || statuses[http.StatusUnauthorized] != 4 || statuses[http.StatusFound] != 1 {
 		t.Fatalf("audit rows by status %v (%v)", statuses, err)
 	}
 }

@@ -56,6 +56,7 @@ type SSOStart struct {
 type SSOCallback struct {
 	State            string
 	Code             string
+	Issuer           string // the provider's iss parameter (RFC 9207), when it sends one
 	Error            string // the provider's error parameter (access_denied, …)
 	ErrorDescription string
 	// Binding is the state the browser kept when the sign-in started (its cookie): a callback
@@ -198,6 +199,9 @@ func (s *SSO) Finish(ctx context.Context, cb SSOCallback, client, userAgent stri
 	}
 	if cb.Code == "" {
 		return SSOSignedIn{}, orchestrator.Errorf(orchestrator.EINVALID, "the callback carries no authorization code; %s", errStartAgain)
+	}
+	if cb.Issuer != "" && cb.Issuer != s.Config.Issuer { // RFC 9207: the code came from another provider (a mix-up)
+		return SSOSignedIn{}, orchestrator.Errorf(orchestrator.EUNAUTHORIZED, "the callback comes from the issuer %q, not the configured provider %q (GUILDS_OIDC_ISSUER); %s", providerError(cb.Issuer, ""), s.Config.Issuer, errStartAgain)
 	}
 	p, err := s.discover(ctx)
 	if err != nil {
