@@ -32,6 +32,7 @@ var ssoAccounts = map[string]oidctest.Account{
 	"carol":    {Email: "Carol@Example.com", EmailVerified: true, Name: "Carol  Jones"},
 	"dave":     {Email: "dave@example.com", EmailVerified: true, Name: "Dave Deactivated"},
 	"erin":     {Email: "erin@example.com", EmailVerified: true, Name: "Erin"},
+	"frank":    {Email: "frank@example.com", EmailVerified: true, Name: "Frank"},
 	"stranger": {Email: "stranger@example.com", EmailVerified: true, Name: "A Stranger"},
 }
 
@@ -380,6 +381,47 @@ func TestSSOMatchesVerifiedEmails(t *testing.T) {
 		}
 		if _, cur2 := e.current(b2); cur2["account"].(map[string]any)["id"] != acct["id"] {
 			t.Fatalf("a second account was made: %v", cur2)
+		}
+	})
+	t.Run("invited, two sign-ins at once", func(t *testing.T) {
+		e := e.with(t)
+		e.invite("frank@example.com", orgAt, orchestrator.RoleViewer)
+		e.invite("frank@example.com", guildAt, orchestrator.RoleOwner)
+		bs := []*oidctest.Browser{oidctest.NewBrowser(), oidctest.NewBrowser(), oidctest.NewBrowser()}
+		cbs := make([]*url.URL, len(bs))
+		for i, b := range bs {
+			cbs[i] = e.signIn(b, "frank", "/")
+		}
+		var wg sync.WaitGroup
+		ids := make([]string, len(bs))
+		for i, b := range bs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := b.Client.Get(cbs[i].String())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusFound {
+					t.Errorf("callback %d answered %d", i, resp.StatusCode)
+				}
+			}()
+		}
+		wg.Wait()
+		for i, b := range bs {
+			if st, cur := e.current(b); st == 200 {
+				ids[i], _ = cur["account"].(map[string]any)["id"].(string)
+			}
+		}
+		var n int
+		if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM accounts WHERE email = 'frank@example.com'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%d accounts for one email (%v)", n, err)
+		}
+		ms, err := e.store.Memberships(context.Background(), ids[0])
+		if ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] || err != nil || len(ms) != 2 {
+			t.Fatalf("sessions of accounts %v with memberships %v (%v)", ids, ms, err)
 		}
 	})
 	t.Run("account with an invitation", func(t *testing.T) {

@@ -407,16 +407,20 @@ func (s *SSO) account(ctx context.Context, c ssoClaims) (orchestrator.Account, e
 	if err != nil {
 		return orchestrator.Account{}, fmt.Errorf("look up the email's invitations: %w", err)
 	}
-	a := st.Account
+	a, rest := st.Account, pending
 	if a == nil {
 		if len(pending) == 0 {
 			return orchestrator.Account{}, orchestrator.Errorf(orchestrator.EFORBIDDEN, "no account here has the email %s and no invitation waits for it: ask an owner to invite it (POST /api/invitations) or an instance admin to create its account", email)
 		}
-		if a, err = s.create(ctx, email, c.Name, pending[0], now); err != nil {
+		var made bool
+		if a, made, err = s.create(ctx, email, c.Name, pending[0], now); err != nil {
 			return orchestrator.Account{}, err
 		}
+		if made {
+			rest = pending[1:]
+		}
 	}
-	for _, inv := range pending {
+	for _, inv := range rest {
 		_, err := s.Identity.Store.AcceptInvitation(ctx, orchestrator.AcceptWrite{InvitationID: inv.ID, AccountID: a.ID, Now: now})
 		if err != nil && orchestrator.ErrorCode(err) != orchestrator.ECONFLICT { // accepted (or expired) meanwhile: nothing to do
 			return orchestrator.Account{}, fmt.Errorf("accept the invitation %s: %w", inv.ID, err)
@@ -432,21 +436,22 @@ func (s *SSO) account(ctx context.Context, c ssoClaims) (orchestrator.Account, e
 }
 
 // create makes the account of an invited email, with the ID token's name and no password, by
-// accepting its first invitation; an account made meanwhile (another callback) is taken instead.
-func (s *SSO) create(ctx context.Context, email, name string, first orchestrator.Invitation, now time.Time) (*orchestrator.Account, error) {
-	a := &orchestrator.Account{ID: orchestrator.NewID(orchestrator.PrefixAccount), Email: email, Name: accountName(name, email), CreatedAt: now, UpdatedAt: now}
-	_, err := s.Identity.Store.AcceptInvitation(ctx, orchestrator.AcceptWrite{InvitationID: first.ID, AccountID: a.ID, NewAccount: a, Now: now})
+// accepting its first invitation (made reports it); an account made meanwhile (another callback)
+// is taken instead.
+func (s *SSO) create(ctx context.Context, email, name string, first orchestrator.Invitation, now time.Time) (a *orchestrator.Account, made bool, err error) {
+	a = &orchestrator.Account{ID: orchestrator.NewID(orchestrator.PrefixAccount), Email: email, Name: accountName(name, email), CreatedAt: now, UpdatedAt: now}
+	_, err = s.Identity.Store.AcceptInvitation(ctx, orchestrator.AcceptWrite{InvitationID: first.ID, AccountID: a.ID, NewAccount: a, Now: now})
 	if err == nil {
-		return a, nil
+		return a, true, nil
 	}
 	if orchestrator.ErrorCode(err) != orchestrator.ECONFLICT {
-		return nil, fmt.Errorf("make the invited account: %w", err)
+		return nil, false, fmt.Errorf("make the invited account: %w", err)
 	}
 	st, serr := s.Identity.Store.SignInState(ctx, email)
 	if serr != nil || st.Account == nil {
-		return nil, err // the invitation itself was taken meanwhile
+		return nil, false, err // the invitation itself was taken meanwhile
 	}
-	return st.Account, nil
+	return st.Account, false, nil
 }
 
 // accountName is the name a new account takes: the provider's, else the email's local part.
