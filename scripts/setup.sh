@@ -46,6 +46,13 @@ if ! cmp -s tools/chain/package.json tools/chain/node_modules/.installed 2>/dev/
   cp tools/chain/package.json tools/chain/node_modules/.installed
 fi
 
+# Test-only OpenID Connect provider (npm oidc-provider) for the single sign-on tests.
+if ! cmp -s tools/oidc/package.json tools/oidc/node_modules/.installed 2>/dev/null; then
+  echo "setup: installing the test OpenID provider into tools/oidc/node_modules"
+  (cd tools/oidc && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp tools/oidc/package.json tools/oidc/node_modules/.installed
+fi
+
 # Go modules, so builds and tests start warm; the stamp lives in the data folder (GUILDS_DATA_DIR
 # from the environment or .env, as make run reads it; default .data).
 dotenv() { [ -f .env ] && sed -n -E "s/^[[:space:]]*(export[[:space:]]+)?$1=[\"']?([^\"'#]*)[\"']?.*/\2/p" .env | tail -n 1 || true; }

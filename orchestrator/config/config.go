@@ -7,9 +7,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/sealed"
 )
 
@@ -29,6 +32,9 @@ type Config struct {
 	// SecretKey is GUILDS_SECRET_KEY: the AES-256-GCM key (sealed package) that encrypts stored
 	// credentials; empty means connections and stored secrets are unavailable.
 	SecretKey string
+	// OIDC is single sign-on (GUILDS_OIDC_ISSUER, GUILDS_OIDC_CLIENT_ID, GUILDS_OIDC_CLIENT_SECRET):
+	// all three set, or none (off).
+	OIDC orchestrator.OIDCConfig
 	// Getenv reads any variable with the same precedence (environment, then .env); the
 	// integrations registry and the offer policy read through it.
 	Getenv func(string) string
@@ -63,7 +69,9 @@ func Load(getenv func(string) string, lookup func(string) (string, bool), envFil
 		AdminToken:  get("GUILDS_ADMIN_TOKEN"),
 		LogLevel:    or(get("GUILDS_LOG_LEVEL"), "info"),
 		SecretKey:   get(sealed.KeyVar),
-		Getenv:      get,
+		OIDC: orchestrator.OIDCConfig{Issuer: strings.TrimSpace(get("GUILDS_OIDC_ISSUER")), ClientID: strings.TrimSpace(get("GUILDS_OIDC_CLIENT_ID")),
+			ClientSecret: get("GUILDS_OIDC_CLIENT_SECRET")},
+		Getenv: get,
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -75,7 +83,37 @@ func Load(getenv func(string) string, lookup func(string) (string, bool), envFil
 			return c, err
 		}
 	}
+	if err := checkOIDC(c.OIDC); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// checkOIDC checks single sign-on's variables: all three or none, and an issuer that is an https
+// URL (http only on loopback, for a provider on this machine).
+func checkOIDC(o orchestrator.OIDCConfig) error {
+	set := map[string]bool{"GUILDS_OIDC_ISSUER": o.Issuer != "", "GUILDS_OIDC_CLIENT_ID": o.ClientID != "", "GUILDS_OIDC_CLIENT_SECRET": o.ClientSecret != ""}
+	var missing []string
+	for _, v := range []string{"GUILDS_OIDC_ISSUER", "GUILDS_OIDC_CLIENT_ID", "GUILDS_OIDC_CLIENT_SECRET"} {
+		if !set[v] {
+			missing = append(missing, v)
+		}
+	}
+	switch len(missing) {
+	case 3:
+		return nil
+	case 0:
+	default:
+		return fmt.Errorf("single sign-on needs GUILDS_OIDC_ISSUER, GUILDS_OIDC_CLIENT_ID and GUILDS_OIDC_CLIENT_SECRET together: %s unset (unset all three to turn it off)", strings.Join(missing, " and "))
+	}
+	u, err := url.Parse(o.Issuer)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("GUILDS_OIDC_ISSUER=%q: want the provider's issuer URL, such as https://accounts.example.com", o.Issuer)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Scheme == "http" && u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("GUILDS_OIDC_ISSUER=%q: an issuer must be https (http only for a provider on this machine's loopback)", o.Issuer)
+	}
+	return nil
 }
 
 func or(v, def string) string {

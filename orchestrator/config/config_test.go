@@ -128,3 +128,45 @@ func TestLoadSecretKey(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadOIDC: single sign-on's three variables are read together into Config.OIDC; one or two of
+// them, or an issuer that is not an https URL (http only on loopback), stop Load naming what to
+// fix and never echoing the client secret.
+func TestLoadOIDC(t *testing.T) {
+	const secret = "oidc-client-secret-value"
+	tests := []struct {
+		name                 string
+		issuer, client, scrt string
+		err                  string
+	}{
+		{"off", "", "", "", ""},
+		{"https", "https://accounts.example.com/realms/box", "guilds", secret, ""},
+		{"loopback http", "http://127.0.0.1:9000", "guilds", secret, ""},
+		{"localhost http", "http://localhost:9000", "guilds", secret, ""},
+		{"no secret", "https://accounts.example.com", "guilds", "", "GUILDS_OIDC_CLIENT_SECRET unset"},
+		{"issuer only", "https://accounts.example.com", "", "", "GUILDS_OIDC_CLIENT_ID and GUILDS_OIDC_CLIENT_SECRET unset"},
+		{"no issuer", "", "guilds", secret, "GUILDS_OIDC_ISSUER unset"},
+		{"plain http", "http://accounts.example.com", "guilds", secret, "must be https"},
+		{"not a URL", "accounts.example.com", "guilds", secret, "want the provider's issuer URL"},
+		{"query", "https://accounts.example.com/?x=1", "guilds", secret, "want the provider's issuer URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"GUILDS_OIDC_ISSUER": tt.issuer, "GUILDS_OIDC_CLIENT_ID": tt.client, "GUILDS_OIDC_CLIENT_SECRET": tt.scrt}
+			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+			c, err := Load(func(k string) string { return env[k] }, lookup, "")
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.OIDC.Issuer != tt.issuer || c.OIDC.ClientID != tt.client || c.OIDC.ClientSecret != tt.scrt || c.OIDC.Enabled() != (tt.issuer != "") {
+					t.Fatalf("OIDC %+v", c.OIDC)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("err = %v, want it to name %q and never the secret", err, tt.err)
+			}
+		})
+	}
+}

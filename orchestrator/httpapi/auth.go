@@ -27,6 +27,7 @@ const (
 	localRoute     = "guilds.route"
 	localParams    = "guilds.params"
 	localRequestID = "guilds.request_id"
+	localAudited   = "guilds.audited" // set by a GET that changes state (a sign-in): audited like a write
 )
 
 // Auditor takes audit rows behind the requests (identity.Auditor implements it).
@@ -209,7 +210,7 @@ func (s *Server) audit(c *fiber.Ctx) error {
 	}
 	carried := c.Get(fiber.HeaderAuthorization) != "" || c.Cookies(SessionCookie) != ""
 	refused := status == fiber.StatusUnauthorized || status == fiber.StatusForbidden || status == fiber.StatusNotFound
-	if !changesState(c.Method()) && !(refused && carried) {
+	if !changesState(c.Method()) && !(refused && carried) && c.Locals(localAudited) == nil {
 		return err
 	}
 	e := orchestrator.AuditEntry{At: s.now(), ActorKind: "anonymous", Method: c.Method(), Status: status, ClientAddr: c.IP()}

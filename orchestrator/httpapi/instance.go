@@ -23,7 +23,11 @@ type instanceVariable struct {
 	Required bool   `json:"required"`
 }
 
-// instance reports the auth mode, each integration's state (never a variable's value), the
+// AuthModeAccounts is what GET /api/instance reports once operators sign in with accounts (sessions,
+// API tokens; the bootstrap token still works), single sign-on among them.
+const AuthModeAccounts = "accounts"
+
+// instance reports the auth mode (and whether single sign-on is on), each integration's state (never a variable's value), the
 // isolation the agents' sandboxes have on this host, and where the secret key came from.
 func (s *Server) instance(c *fiber.Ctx) error {
 	getenv := s.Getenv
@@ -50,7 +54,11 @@ func (s *Server) instance(c *fiber.Ctx) error {
 	if key == "" {
 		key = "none"
 	}
-	return c.JSON(fiber.Map{"auth_mode": AuthMode, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
+	mode := AuthMode
+	if s.Identity != nil || s.SSO != nil {
+		mode = AuthModeAccounts
+	}
+	return c.JSON(fiber.Map{"auth_mode": mode, "sso": s.SSO != nil, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
 }
 
 func nonNil(s []string) []string {

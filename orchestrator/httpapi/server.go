@@ -56,9 +56,10 @@ type Server struct {
 	Accounts AccountReader       // what the identity routes list
 	Places   orchestrator.Placer // places the objects requests name, for the access decision
 	Audit    Auditor             // the audit log's writer; nil writes none
-	// PublicBaseURL is PUBLIC_BASE_URL: the box's address in links it makes (invitations); "" the
-	// request's own.
+	// PublicBaseURL is PUBLIC_BASE_URL: the box's address in links it makes (invitations, the
+	// single sign-on callback); "" the request's own.
 	PublicBaseURL string
+	SSO           SSOService // OpenID Connect single sign-on; nil: off (its routes answer 404)
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
@@ -111,9 +112,9 @@ func (s *Server) now() time.Time {
 // BodyLimit is the largest request body the API reads; a larger one is a 413 naming it.
 const BodyLimit = 8 << 20
 
-// New returns the fiber app with every route registered.
-func New(s *Server) *fiber.App {
-	app := fiber.New(fiber.Config{
+// fiberConfig is the fiber app's configuration.
+func (s *Server) fiberConfig() fiber.Config {
+	return fiber.Config{
 		AppName:               "guilds-orchestrator",
 		DisableStartupMessage: true,
 		Immutable:             true, // strings from a request outlive it (run ids key the call locks)
@@ -122,7 +123,12 @@ func New(s *Server) *fiber.App {
 		JSONEncoder:           marshalJSON,
 		ReadTimeout:           60 * time.Second,
 		IdleTimeout:           120 * time.Second,
-	})
+	}
+}
+
+// New returns the fiber app with every route registered.
+func New(s *Server) *fiber.App {
+	app := fiber.New(s.fiberConfig())
 	app.Use(s.recoverAndLog)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
@@ -135,6 +141,10 @@ func New(s *Server) *fiber.App {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(openapiDoc)
 	})
+
+	// Single sign-on is public: before /api's bearer check, until the principal guard replaces it
+	// (then ssoRoutes is called beside identityRoutes instead).
+	s.ssoRoutes(app.Group("/api"))
 
 	api := app.Group("/api", s.auth, s.available)
 	api.Get("/instance", s.instance)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -312,7 +313,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Metrics: met.handler(), OnError: met.observeError, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Metrics: met.handler(), OnError: met.observeError, Log: log,
+		SSO: singleSignOn(cfg, store, cat.Box, log), PublicBaseURL: strings.TrimSpace(cfg.Getenv("PUBLIC_BASE_URL"))})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
