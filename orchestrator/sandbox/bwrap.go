@@ -200,6 +200,7 @@ func (p *Bubblewrap) prepare() *hostSetup {
 			missing("disk: no workspace quota (GUILDS_SANDBOX_DISK): %v", err)
 		} else {
 			h.disk, h.status.DiskQuota, h.status.Limits.Disk = d, DiskQuotaImage, h.limits.Disk
+			p.checkDiskSpace(h)
 		}
 	}
 	if prog, err := seccomp.Program(); err != nil {
@@ -208,6 +209,21 @@ func (p *Bubblewrap) prepare() *hostSetup {
 		h.filter, h.status.Seccomp = prog, true
 	}
 	return h
+}
+
+// checkDiskSpace reports the workspace images' claim on the host's disk, and warns when together
+// they may outgrow it.
+func (p *Bubblewrap) checkDiskSpace(h *hostSetup) {
+	space, err := diskSpace(p.Root, h.limits.Disk)
+	if err != nil {
+		p.log().Warn("sandbox workspace images: the disk they may take is not known", "err", err.Error())
+		return
+	}
+	h.status.DiskSpace = &space
+	if space.Oversubscribed {
+		p.log().Warn("sandbox workspace images may outgrow the host's disk: a workspace may meet a full disk before its quota; free space, or lower GUILDS_SANDBOX_DISK for new agents",
+			"images", space.Images, "quota", sizeLabel(space.Quota), "may_grow_by", space.Growth, "free", space.Free, "folder", p.Root)
+	}
 }
 
 // prepareNetwork finds slirp4netns and nft and installs the host filter.

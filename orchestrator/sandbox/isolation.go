@@ -57,6 +57,8 @@ type Status struct {
 	Seccomp       bool         `json:"seccomp"`
 	Limits        StatusLimits `json:"limits"`
 	DiskQuota     string       `json:"disk_quota"` // how the workspace quota is enforced: image, or none
+	// DiskSpace is the workspace images' claim on the host's disk at start; nil without a quota.
+	DiskSpace *DiskSpace `json:"disk_space,omitempty"`
 	// Egress is what the user-mode network may reach; nil without one.
 	Egress  *Egress  `json:"egress,omitempty"`
 	Missing []string `json:"missing"` // what this host does not let the sandbox enforce, and why
