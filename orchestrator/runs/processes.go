@@ -1,8 +1,11 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -58,13 +61,23 @@ func (s *Service) endDeadNeighbours(ctx context.Context) error {
 	return nil
 }
 
-// processRuns reports whether a process with pid runs on this host.
+// processRuns reports whether a process with pid runs on this host. A zombie (killed, and its
+// parent has not reaped it) answers signals but runs no more.
 func processRuns(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		_, serr := os.Stat("/proc/self/stat")
+		return serr != nil // gone since the signal, unless this host has no /proc to ask
+	}
+	// The state follows the command name, which may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
 }
 
 // KeepAlive beats for s.Process every ProcessBeat and interrupts the calls of processes gone

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,9 +49,12 @@ type Bubblewrap struct {
 	Log      *slog.Logger  // nil discards; says when a sandbox starts, restarts or stops
 	Idle     time.Duration // a sandbox with no call for this long stops; 0: DefaultSandboxIdle
 	Network  string        // NetworkUser (the default) or NetworkNone
-	Limits   Limits        // zero fields: the defaults
-	UIDBase  uint32        // first id of the host range for agents; 0: DefaultUIDBase
-	bwrap    string
+	// AllowNets are ranges the user-mode network may reach although the policy refuses them
+	// (GUILDS_SANDBOX_ALLOW_NETS); the host's own addresses stay out of reach.
+	AllowNets []netip.Prefix
+	Limits    Limits // zero fields: the defaults
+	UIDBase   uint32 // first id of the host range for agents; 0: DefaultUIDBase
+	bwrap     string
 
 	prepOnce sync.Once
 	h        *hostSetup
@@ -196,6 +200,7 @@ func (p *Bubblewrap) prepare() *hostSetup {
 			missing("disk: no workspace quota (GUILDS_SANDBOX_DISK): %v", err)
 		} else {
 			h.disk, h.status.DiskQuota, h.status.Limits.Disk = d, DiskQuotaImage, h.limits.Disk
+			p.checkDiskSpace(h)
 		}
 	}
 	if prog, err := seccomp.Program(); err != nil {
@@ -204,6 +209,21 @@ func (p *Bubblewrap) prepare() *hostSetup {
 		h.filter, h.status.Seccomp = prog, true
 	}
 	return h
+}
+
+// checkDiskSpace reports the workspace images' claim on the host's disk, and warns when together
+// they may outgrow it.
+func (p *Bubblewrap) checkDiskSpace(h *hostSetup) {
+	space, err := diskSpace(p.Root, h.limits.Disk)
+	if err != nil {
+		p.log().Warn("sandbox workspace images: the disk they may take is not known", "err", err.Error())
+		return
+	}
+	h.status.DiskSpace = &space
+	if space.Oversubscribed {
+		p.log().Warn("sandbox workspace images may outgrow the host's disk: a workspace may meet a full disk before its quota; free space, or lower GUILDS_SANDBOX_DISK for new agents",
+			"images", space.Images, "quota", sizeLabel(space.Quota), "may_grow_by", space.Growth, "free", space.Free, "folder", p.Root)
+	}
 }
 
 // prepareNetwork finds slirp4netns and nft and installs the host filter.
@@ -219,9 +239,11 @@ func (p *Bubblewrap) prepareNetwork(h *hostSetup) error {
 	if err != nil {
 		return fmt.Errorf("%w: nft is not installed, so the sandboxes' traffic cannot be kept off the host's addresses (apt-get install nftables, or run `make setup`; or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable)
 	}
-	if err := installHostFilter(nft, h.gid); err != nil {
-		return fmt.Errorf("%w: keep the sandboxes' traffic off the host's addresses: %v (or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable, err)
+	egress := egressPolicy(p.AllowNets, nameservers("/etc/resolv.conf"))
+	if err := installHostFilter(nft, h.gid, egress); err != nil {
+		return fmt.Errorf("%w: keep the sandboxes' traffic off the host's addresses and the refused ranges: %v (or set GUILDS_SANDBOX_NETWORK=none)", ErrUnavailable, err)
 	}
+	h.status.Egress = &egress
 	if h.hostNet, err = os.Open("/proc/self/ns/net"); err != nil {
 		return fmt.Errorf("%w: open the host's network namespace: %v", ErrUnavailable, err)
 	}

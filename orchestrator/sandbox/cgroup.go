@@ -66,15 +66,66 @@ func setupCgroups(l Limits) *cgroups {
 		}
 		ownDir := filepath.Join(cgroupRoot, ctrl, own)
 		dir := filepath.Join(ownDir, sandboxGroups)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			removeStale(dir)
+			err = probeGroup(dir, c.limitFiles(ctrl, false))
+		}
+		if err != nil {
 			c.missing = append(c.missing, fmt.Sprintf("cgroup %s: %v (no %s limit)", ctrl, err, limitName(ctrl)))
 			continue
 		}
 		c.parent[ctrl], c.own[ctrl] = dir, ownDir
 		c.markEnforced(ctrl)
-		removeStale(dir)
 	}
 	return c
+}
+
+// probeGroup creates a group under parent, writes files (a limit each) in it and removes it, so a
+// folder that exists but takes no new group or limit (a read-only cgroup mount, a container
+// without the rights) is found once at start rather than at every sandbox's start. The probe's
+// name starts with this process's pid, as removeStale expects.
+func probeGroup(parent string, files [][2]string) error {
+	dir := filepath.Join(parent, fmt.Sprintf("%d.probe", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create a probe group: %w", err)
+	}
+	werr := writeLimits(dir, files)
+	if err := syscall.Rmdir(dir); err != nil && werr == nil {
+		werr = fmt.Errorf("remove the probe group %s: %w", dir, err)
+	}
+	return werr
+}
+
+// writeLimits writes each file of a group; swap accounting is optional: without it there is no
+// swap limit to set.
+func writeLimits(dir string, files [][2]string) error {
+	for _, f := range files {
+		err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0)
+		if err != nil && !(errors.Is(err, os.ErrNotExist) && strings.Contains(f[0], "sw")) {
+			return fmt.Errorf("set %s: %w", f[0], err)
+		}
+	}
+	return nil
+}
+
+// limitFiles are the files, and their values, that set controller ctrl's limit in one sandbox's
+// group: v1's or the unified hierarchy's.
+func (c *cgroups) limitFiles(ctrl string, v2 bool) [][2]string {
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	switch {
+	case ctrl == "pids":
+		return [][2]string{{"pids.max", n(c.limits.Pids)}}
+	case ctrl == "memory" && v2:
+		return [][2]string{{"memory.max", n(c.limits.Memory)}, {"memory.swap.max", "0"}}
+	case ctrl == "memory":
+		return [][2]string{{"memory.limit_in_bytes", n(c.limits.Memory)}, {"memory.memsw.limit_in_bytes", n(c.limits.Memory)}}
+	case ctrl == "cpu" && v2:
+		return [][2]string{{"cpu.weight", n(c.limits.CPUWeight)}}
+	case ctrl == "cpu":
+		return [][2]string{{"cpu.shares", n(max(2, c.limits.CPUWeight*1024/100))}}
+	}
+	return nil
 }
 
 // setupV2 prepares the unified hierarchy: the orchestrator moves into a leaf of its own group so
@@ -132,11 +183,16 @@ func (c *cgroups) setupV2(self []byte) {
 		fail(fmt.Errorf("delegate %s in %s: %w", enable, dir, err))
 		return
 	}
-	c.parent["unified"] = dir
-	for _, w := range want {
-		c.markEnforced(strings.TrimPrefix(w, "+"))
-	}
 	removeStale(dir)
+	for _, w := range want {
+		ctrl := strings.TrimPrefix(w, "+")
+		if err := probeGroup(dir, c.limitFiles(ctrl, true)); err != nil {
+			c.missing = append(c.missing, fmt.Sprintf("cgroup v2 %s: %v (no %s limit)", ctrl, err, limitName(ctrl)))
+			continue
+		}
+		c.parent["unified"] = dir
+		c.markEnforced(ctrl)
+	}
 }
 
 func (c *cgroups) markEnforced(ctrl string) {
@@ -180,7 +236,6 @@ type cgroup struct {
 // create makes a sandbox's groups, named name, and writes its limits.
 func (c *cgroups) create(name string) (*cgroup, error) {
 	g := &cgroup{c: c, dirs: map[string]string{}}
-	mb := func(n int64) string { return strconv.FormatInt(n, 10) }
 	for ctrl, parent := range c.parent {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -188,32 +243,20 @@ func (c *cgroups) create(name string) (*cgroup, error) {
 			return nil, fmt.Errorf("create the sandbox's cgroup: %w", err)
 		}
 		g.dirs[ctrl] = dir
-		var files [][2]string
-		switch ctrl {
-		case "pids":
-			files = [][2]string{{"pids.max", mb(c.limits.Pids)}}
-		case "memory":
-			files = [][2]string{{"memory.limit_in_bytes", mb(c.limits.Memory)}, {"memory.memsw.limit_in_bytes", mb(c.limits.Memory)}}
-		case "cpu":
-			files = [][2]string{{"cpu.shares", mb(max(2, c.limits.CPUWeight*1024/100))}}
-		case "unified":
-			if c.enforced.Pids > 0 {
-				files = append(files, [2]string{"pids.max", mb(c.limits.Pids)})
-			}
-			if c.enforced.Memory > 0 {
-				files = append(files, [2]string{"memory.max", mb(c.limits.Memory)}, [2]string{"memory.swap.max", "0"})
-			}
-			if c.enforced.CPU > 0 {
-				files = append(files, [2]string{"cpu.weight", mb(c.limits.CPUWeight)})
+		files := c.limitFiles(ctrl, false)
+		if ctrl == "unified" {
+			for _, on := range []struct {
+				ctrl string
+				set  bool
+			}{{"pids", c.enforced.Pids > 0}, {"memory", c.enforced.Memory > 0}, {"cpu", c.enforced.CPU > 0}} {
+				if on.set {
+					files = append(files, c.limitFiles(on.ctrl, true)...)
+				}
 			}
 		}
-		for _, f := range files {
-			err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0)
-			// Swap accounting is optional: without it there is no swap limit to set.
-			if err != nil && !(errors.Is(err, os.ErrNotExist) && strings.Contains(f[0], "sw")) {
-				g.remove()
-				return nil, fmt.Errorf("set the sandbox's %s: %w", f[0], err)
-			}
+		if err := writeLimits(dir, files); err != nil {
+			g.remove()
+			return nil, fmt.Errorf("the sandbox's cgroup: %w", err)
 		}
 	}
 	if dir, ok := g.dirs["unified"]; ok {

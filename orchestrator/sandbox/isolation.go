@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -56,7 +57,21 @@ type Status struct {
 	Seccomp       bool         `json:"seccomp"`
 	Limits        StatusLimits `json:"limits"`
 	DiskQuota     string       `json:"disk_quota"` // how the workspace quota is enforced: image, or none
-	Missing       []string     `json:"missing"`    // what this host does not let the sandbox enforce, and why
+	// DiskSpace is the workspace images' claim on the host's disk at start; nil without a quota.
+	DiskSpace *DiskSpace `json:"disk_space,omitempty"`
+	// Egress is what the user-mode network may reach; nil without one.
+	Egress  *Egress  `json:"egress,omitempty"`
+	Missing []string `json:"missing"` // what this host does not let the sandbox enforce, and why
+}
+
+// Egress is the user-mode network's policy: the host's own addresses are always refused, and
+// so are the Refused ranges but for the Allowed ones (GUILDS_SANDBOX_ALLOW_NETS); the Resolvers
+// (the host's, from /etc/resolv.conf, to which slirp4netns forwards the sandbox's DNS) are
+// reachable on port 53 whatever their range.
+type Egress struct {
+	Refused   []string `json:"refused"`
+	Allowed   []string `json:"allowed"`
+	Resolvers []string `json:"resolvers"`
 }
 
 // StatusLimits are the limits in force; 0 means not enforced on this host.
@@ -70,6 +85,35 @@ type StatusLimits struct {
 // Reporter is a Provider that can say what isolation it gives.
 type Reporter interface {
 	Status() Status
+}
+
+// ParseNets reads a list of ranges separated by commas (GUILDS_SANDBOX_ALLOW_NETS): each in CIDR
+// form, such as 10.1.0.0/16 or fd00:1::/64, or an address alone for itself.
+func ParseNets(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !strings.Contains(item, "/") {
+			a, err := netip.ParseAddr(item)
+			if err != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("%q is not a range such as 10.1.0.0/16 or fd00:1::/64, nor an address", item)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a range such as 10.1.0.0/16 or fd00:1::/64", item)
+		}
+		if p.Masked() != p {
+			return nil, fmt.Errorf("%q has bits set past its first %d: write the range as %s", item, p.Bits(), p.Masked())
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // ParseBytes reads a size: a number of bytes, or one with a unit (k, M, G, KiB, MiB, GiB; K, M

@@ -1,10 +1,15 @@
 package sandbox
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
@@ -141,5 +146,66 @@ func TestGitConfigIsTheImages(t *testing.T) {
 	}
 	if string(b) != gitConfig {
 		t.Fatalf("image/gitconfig and the sandbox's gitconfig differ:\n%s\n---\n%s", b, gitConfig)
+	}
+}
+
+// TestUIDRangeLock: an orchestrator holding a uid range keeps another from the same range and
+// from any overlapping one, with a refusal naming the holder (pid, data folder) and the fix; a
+// range next to it is free, and a released range (or one whose holder died: the kernel drops
+// its lock) is taken again.
+func TestUIDRangeLock(t *testing.T) {
+	dir := t.TempDir()
+	release, err := lockUIDRange(dir, 5_000_000, "/srv/first/.data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range []uint32{5_000_000, 5_500_000, 4_000_001} {
+		_, err := lockUIDRange(dir, base, "/srv/second/.data")
+		if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())+", data folder /srv/first/.data") ||
+			!strings.Contains(err.Error(), "set another GUILDS_SANDBOX_UID_BASE") || !strings.Contains(err.Error(), "e.g. 6000000") {
+			t.Errorf("base %d beside a holder of 5000000: %v", base, err)
+		}
+	}
+	next, err := lockUIDRange(dir, 6_000_000, "/srv/second/.data")
+	if err != nil {
+		t.Fatalf("the range next to a held one: %v", err)
+	}
+	next()
+	release()
+	again, err := lockUIDRange(dir, 5_500_000, "/srv/second/.data")
+	if err != nil {
+		t.Fatalf("after the holder let go: %v", err)
+	}
+	again()
+
+	// A holder in another process that dies without letting go.
+	holder := exec.Command("flock", "-n", filepath.Join(dir, "uid-range-7000000.lock"), "sh", "-c", "echo held; exec sleep 60")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // flock and its command, which shares its lock, die together
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("flock: %q %v", line, err)
+	}
+	if _, err := lockUIDRange(dir, 7_000_000, "/srv/third/.data"); err == nil || !strings.Contains(err.Error(), "held by another orchestrator on this host") {
+		t.Fatalf("a range another live process holds: %v", err)
+	}
+	syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+	holder.Wait()
+	// Its command (sleep, in its group) lets go as it ends, which may come a moment after flock's.
+	for i := 0; ; i++ {
+		release, err := lockUIDRange(dir, 7_000_000, "/srv/third/.data")
+		if err == nil {
+			release()
+			break
+		}
+		if i == 250 {
+			t.Fatalf("after the holder died: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

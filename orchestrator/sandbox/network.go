@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -178,58 +179,136 @@ func (s *slirp) stop() {
 // hostFilterTable names the nftables table that keeps group gid's sockets off the host.
 func hostFilterTable(gid uint32) string { return fmt.Sprintf("guilds_sandbox_%d", gid) }
 
-// installHostFilter (re)writes, in one transaction, the nftables rules that refuse every packet a
-// socket of group gid (the sandboxes' slirp4netns) sends to an address of this host: its loopback
-// and its own addresses, whatever interface holds them. A host resolver on such an address stays
-// reachable on port 53, so names still resolve in the sandbox.
-func installHostFilter(nft string, gid uint32) error {
-	table := hostFilterTable(gid)
-	var rules strings.Builder
-	for _, ns := range localNameservers("/etc/resolv.conf") {
-		family := "ip"
-		if ns.To4() == nil {
-			family = "ip6"
-		}
-		for _, proto := range []string{"udp", "tcp"} {
-			fmt.Fprintf(&rules, "\t\tmeta skgid %d %s daddr %s %s dport 53 accept\n", gid, family, ns, proto)
+// refusedNets are the ranges a sandbox's traffic may not reach unless GUILDS_SANDBOX_ALLOW_NETS
+// opens them: private (10/8, 172.16/12, 192.168/16), CGNAT (100.64/10), link-local (a cloud's
+// instance metadata at 169.254.169.254 among them), IPv4 multicast, unique local (fc00::/7),
+// IPv6 link-local and multicast. Networks beside the host (a VPC, other containers and pods)
+// live there.
+var refusedNets = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("fc00::/7"), netip.MustParsePrefix("fe80::/10"), netip.MustParsePrefix("ff00::/8"),
+}
+
+// egressPolicy is what the sandboxes' traffic may reach: everything but the host's own addresses
+// (always refused) and the refused ranges, except the allowed ones; the resolvers are reachable
+// on port 53 whatever their range (slirp4netns forwards the sandbox's DNS to them).
+func egressPolicy(allowed []netip.Prefix, resolvers []netip.Addr) Egress {
+	allowed = outermost(allowed)
+	e := Egress{Refused: []string{}, Allowed: []string{}, Resolvers: []string{}}
+	for _, r := range refusedNets {
+		if !slices.ContainsFunc(allowed, func(a netip.Prefix) bool { return covers(a, r) }) {
+			e.Refused = append(e.Refused, r.String())
 		}
 	}
-	fmt.Fprintf(&rules, "\t\tmeta skgid %d fib daddr type local meta l4proto tcp reject with tcp reset\n", gid)
-	fmt.Fprintf(&rules, "\t\tmeta skgid %d fib daddr type local reject\n", gid)
-	script := fmt.Sprintf("table inet %[1]s\ndelete table inet %[1]s\ntable inet %[1]s {\n\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n%[2]s\t}\n}\n", table, rules.String())
+	for _, a := range allowed {
+		e.Allowed = append(e.Allowed, a.String())
+	}
+	for _, r := range resolvers {
+		e.Resolvers = append(e.Resolvers, r.String())
+	}
+	return e
+}
+
+// covers reports whether range a holds all of range b.
+func covers(a, b netip.Prefix) bool {
+	return a.Addr().Is4() == b.Addr().Is4() && a.Bits() <= b.Bits() && a.Contains(b.Addr())
+}
+
+// outermost drops the ranges another of the list holds (an nftables set refuses overlapping
+// intervals), keeping the order of the rest.
+func outermost(ps []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for i, p := range ps {
+		held := false
+		for j, q := range ps {
+			if i != j && covers(q, p) && (q != p || j < i) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// installHostFilter (re)writes, in one transaction, the nftables rules that refuse every packet a
+// socket of group gid (the sandboxes' slirp4netns) sends to an address of this host (its loopback
+// and its own addresses, whatever interface holds them) or to a range the policy refuses. The
+// policy's resolvers stay reachable on port 53, so names still resolve in the sandbox.
+func installHostFilter(nft string, gid uint32, e Egress) error {
 	cmd := exec.Command(nft, "-f", "-")
-	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdin = strings.NewReader(hostFilterScript(gid, e))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("nft: %v: %s", err, bytes.TrimSpace(out))
 	}
 	return nil
 }
 
-// localNameservers returns the nameservers of a resolv.conf that are addresses of this host.
-func localNameservers(file string) []net.IP {
+// hostFilterScript is installHostFilter's nft script.
+func hostFilterScript(gid uint32, e Egress) string {
+	var rules strings.Builder
+	rule := func(format string, a ...any) {
+		fmt.Fprintf(&rules, "\t\tmeta skgid %d "+format+"\n", append([]any{gid}, a...)...)
+	}
+	family := func(addr string) string {
+		if strings.Contains(addr, ":") {
+			return "ip6"
+		}
+		return "ip"
+	}
+	for _, ns := range e.Resolvers {
+		for _, proto := range []string{"udp", "tcp"} {
+			rule("%s daddr %s %s dport 53 accept", family(ns), ns, proto)
+		}
+	}
+	rule("fib daddr type local meta l4proto tcp reject with tcp reset")
+	rule("fib daddr type local reject")
+	sets := func(ranges []string) map[string]string {
+		by := map[string][]string{}
+		for _, r := range ranges {
+			by[family(r)] = append(by[family(r)], r)
+		}
+		out := map[string]string{}
+		for f, rs := range by {
+			out[f] = "{ " + strings.Join(rs, ", ") + " }"
+		}
+		return out
+	}
+	allowed, refused := sets(e.Allowed), sets(e.Refused)
+	for _, f := range []string{"ip", "ip6"} {
+		if set, ok := allowed[f]; ok {
+			rule("%s daddr %s accept", f, set)
+		}
+	}
+	for _, f := range []string{"ip", "ip6"} {
+		if set, ok := refused[f]; ok {
+			rule("%s daddr %s meta l4proto tcp reject with tcp reset", f, set)
+			rule("%s daddr %s reject", f, set)
+		}
+	}
+	return fmt.Sprintf("table inet %[1]s\ndelete table inet %[1]s\ntable inet %[1]s {\n\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n%[2]s\t}\n}\n", hostFilterTable(gid), rules.String())
+}
+
+// nameservers returns the nameservers of a resolv.conf (those with a zone, which a rule cannot
+// name, left out).
+func nameservers(file string) []netip.Addr {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	local := map[string]bool{}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				local[ipn.IP.String()] = true
-			}
-		}
-	}
-	var out []net.IP
+	var out []netip.Addr
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 2 || fields[0] != "nameserver" {
 			continue
 		}
-		ip := net.ParseIP(fields[1])
-		if ip != nil && (ip.IsLoopback() || local[ip.String()]) {
-			out = append(out, ip)
+		if ip, err := netip.ParseAddr(fields[1]); err == nil && ip.Zone() == "" && !slices.Contains(out, ip.Unmap()) {
+			out = append(out, ip.Unmap())
 		}
 	}
 	return out

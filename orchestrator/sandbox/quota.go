@@ -223,3 +223,40 @@ func sizeLabel(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }
+
+// DiskSpace is what the agents' workspace images may claim of the host's disk, found at start:
+// each image is sparse and takes disk only as its agent writes, so together they may promise more
+// than the disk holds.
+type DiskSpace struct {
+	Quota  int64 `json:"quota"`  // bytes a new agent's image holds (GUILDS_SANDBOX_DISK)
+	Images int   `json:"images"` // the agents' images under the sandbox folder
+	Growth int64 `json:"growth"` // bytes those images may still take, each up to the size it was made with
+	Free   int64 `json:"free"`   // bytes free on the sandbox folder's filesystem
+	// Oversubscribed: Growth and one more agent's Quota pass Free, so a workspace may meet a full
+	// host disk before its quota.
+	Oversubscribed bool `json:"oversubscribed"`
+}
+
+// diskSpace adds up the images under root against the free space of root's filesystem.
+func diskSpace(root string, quota int64) (DiskSpace, error) {
+	d := DiskSpace{Quota: quota}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(root, &fs); err != nil {
+		return d, fmt.Errorf("free space of %s: %w", root, err)
+	}
+	d.Free = int64(fs.Bavail) * fs.Bsize
+	images, err := filepath.Glob(filepath.Join(root, "*", imageName))
+	if err != nil {
+		return d, err
+	}
+	for _, img := range images {
+		var st syscall.Stat_t
+		if err := syscall.Stat(img, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+			continue
+		}
+		d.Images++
+		d.Growth += max(0, st.Size-st.Blocks*512)
+	}
+	d.Oversubscribed = d.Growth+quota > d.Free
+	return d, nil
+}

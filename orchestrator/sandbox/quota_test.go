@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
@@ -40,6 +41,9 @@ func TestWorkspaceQuota(t *testing.T) {
 	if st.DiskQuota != DiskQuotaImage || st.Limits.Disk != 32<<20 {
 		t.Skipf("this host keeps no workspace quota: %+v", st)
 	}
+	if st.DiskSpace == nil || st.DiskSpace.Quota != 32<<20 || st.DiskSpace.Images != 0 || st.DiskSpace.Free <= 0 {
+		t.Fatalf("the disk space at start: %+v", st.DiskSpace)
+	}
 	box, err := bw.Open(context.Background(), "agt_q")
 	if err != nil {
 		t.Fatal(err)
@@ -74,5 +78,43 @@ func TestWorkspaceQuota(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(home, "before.txt")); err != nil || string(b) != "kept" {
 		t.Fatalf("after a new open: %q %v", b, err)
+	}
+}
+
+// TestDiskSpace: the agents' images are counted with what they may still take, each to its own
+// size, against the free space of their filesystem; images and a new agent's quota that together
+// pass it are oversubscribed.
+func TestDiskSpace(t *testing.T) {
+	root := t.TempDir()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(root, &fs); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(fs.Bavail) * fs.Bsize
+	image := func(agent string, size int64, data int) {
+		os.MkdirAll(filepath.Join(root, agent, "home"), 0o700)
+		f, err := os.Create(filepath.Join(root, agent, imageName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(make([]byte, data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "agt_none", "home"), 0o700) // an agent without an image
+	image("agt_a", 1<<20, 1<<20)
+	image("agt_b", 1<<20, 0)
+	small, err := diskSpace(root, 1<<20)
+	if err != nil || small.Images != 2 || small.Growth < 1<<20 || small.Growth > 2<<20 || small.Quota != 1<<20 || small.Free <= 0 || small.Oversubscribed {
+		t.Fatalf("two 1 MiB images, one written: %+v %v", small, err)
+	}
+	image("agt_c", free, 0) // sparse: it takes nothing yet, and may take all that is free
+	big, err := diskSpace(root, 1<<30)
+	if err != nil || big.Images != 3 || big.Growth < free || !big.Oversubscribed {
+		t.Fatalf("an image the size of the free space (%d): %+v %v", free, big, err)
 	}
 }

@@ -3,12 +3,15 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -333,5 +336,114 @@ done; ip -br addr | grep -c UP || true`
 				t.Fatalf("%s network:\n%s%s", network, out, res.Stderr)
 			}
 		})
+	}
+}
+
+// uniqueUIDBase is a host uid range of this test process's own: its nftables table and uid range
+// lock are then its own too, whatever other tests on this host run at once.
+func uniqueUIDBase() uint32 { return uint32(1_000_000_000 + (os.Getpid()%1000)*1_000_000) }
+
+// TestEgressPolicy: from a sandbox on the user-mode network, services on a private range, on CGNAT
+// and at the cloud metadata address (test hosts in namespaces of the test's own) are refused, a
+// range GUILDS_SANDBOX_ALLOW_NETS opens is reached, and the sandbox's DNS still gets the host's
+// resolvers' answers, although on this host they sit on a private address.
+func TestEgressPolicy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root")
+		}
+		t.Skip("the user-mode network needs root")
+	}
+	serve := func(host, peer string) string {
+		ln := sandboxtest.PeerListenerAt(t, netip.MustParsePrefix(host), netip.MustParseAddr(peer))
+		go func() {
+			for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+				c.Write([]byte("hello from " + peer + "\n"))
+				c.Close()
+			}
+		}()
+		if c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second); err != nil {
+			t.Fatalf("the host does not reach its test host %s: %v", ln.Addr(), err)
+		} else {
+			c.Close()
+		}
+		return ln.Addr().String()
+	}
+	refused := []string{serve("192.168.77.1/30", "192.168.77.2"), serve("100.64.77.1/30", "100.64.77.2"), serve("169.254.169.253/30", "169.254.169.254")}
+	opened := serve("192.168.78.1/30", "192.168.78.2")
+
+	bw := bwrapOnly(t, nil)
+	bw.UIDBase = uniqueUIDBase()
+	allow, err := ParseNets("192.168.78.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw.AllowNets = allow
+	st := bw.Status()
+	t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", hostFilterTable(bw.UIDBase)).Run() })
+	if st.Egress == nil || !slices.Contains(st.Egress.Refused, "192.168.0.0/16") || !slices.Contains(st.Egress.Refused, "169.254.0.0/16") ||
+		!slices.Equal(st.Egress.Allowed, []string{"192.168.78.0/24"}) || len(st.Egress.Resolvers) == 0 {
+		t.Fatalf("the status's egress policy: %+v (missing %v)", st.Egress, st.Missing)
+	}
+	box, err := bw.Open(context.Background(), "agt_egress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := `for a in ` + strings.Join(append(refused, opened), " ") + `; do
+  if out=$(timeout 5 bash -c "exec 3<>/dev/tcp/${a%:*}/${a##*:}; head -1 <&3" 2>&1); then echo "reached $a: $out"; else echo "refused $a"; fi
+done
+python3 -c '
+import socket, struct
+q = struct.pack(">HHHHHH", 10537, 0x0100, 1, 0, 0, 0) + b"\x0bguilds-test\x07invalid\x00" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(10)
+s.sendto(q, ("` + sandboxDNS + `", 53))
+try:
+    d = s.recv(512)
+    print("dns answered id=%d rcode=%d" % (struct.unpack(">H", d[:2])[0], d[3] & 15))
+except OSError as e:
+    print("dns silent:", e)
+'`
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", probe}, Timeout: 60 * time.Second})
+	out := string(res.Stdout)
+	for _, a := range refused {
+		if !strings.Contains(out, "refused "+a+"\n") {
+			t.Errorf("%s was not refused", a)
+		}
+	}
+	if !strings.Contains(out, "reached "+opened+": hello from 192.168.78.2") {
+		t.Errorf("%s, opened by GUILDS_SANDBOX_ALLOW_NETS, was not reached", opened)
+	}
+	if !strings.Contains(out, "dns answered id=10537") {
+		t.Errorf("the sandbox's DNS got no answer from the host's resolvers %v", st.Egress.Resolvers)
+	}
+	if t.Failed() {
+		t.Fatalf("from the sandbox:\n%s%s", out, res.Stderr)
+	}
+}
+
+func TestParseNets(t *testing.T) {
+	got, err := ParseNets(" 10.1.0.0/16, 192.168.7.9 ,fd00:1::/64,, ")
+	if err != nil || fmt.Sprint(got) != "[10.1.0.0/16 192.168.7.9/32 fd00:1::/64]" {
+		t.Fatalf("ParseNets: %v %v", got, err)
+	}
+	for in, says := range map[string]string{"10.1.2.3/8": "write the range as 10.0.0.0/8", "lan": "not a range", "10.0.0.0/33": "not a range"} {
+		if _, err := ParseNets(in); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("ParseNets(%q): %v, want %q", in, err, says)
+		}
+	}
+	// An allowed range that holds a refused one drops it; nested and repeated allowed ranges
+	// are written once (an nftables set refuses overlapping intervals).
+	e := egressPolicy([]netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")},
+		[]netip.Addr{netip.MustParseAddr("10.255.255.53")})
+	if slices.Contains(e.Refused, "10.0.0.0/8") || !slices.Equal(e.Allowed, []string{"10.0.0.0/8"}) || !slices.Equal(e.Resolvers, []string{"10.255.255.53"}) {
+		t.Fatalf("policy %+v", e)
+	}
+	script := hostFilterScript(7, e)
+	for _, want := range []string{"meta skgid 7 ip daddr 10.255.255.53 udp dport 53 accept", "meta skgid 7 ip daddr { 10.0.0.0/8 } accept",
+		"meta skgid 7 ip6 daddr { fc00::/7, fe80::/10, ff00::/8 } reject"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the nft script lacks %q:\n%s", want, script)
+		}
 	}
 }

@@ -56,6 +56,13 @@ func gone(t *testing.T, marker string) {
 	t.Fatalf("processes %q remain: %s", marker, out)
 }
 
+// detached is a shell line that starts cmd in a session of its own, as a background command, and
+// goes on once it is there: what is still in a command's session when the command exits ends with
+// it, a child on its way to setsid too.
+func detached(cmd string) string {
+	return "setsid " + cmd + ` & w=$!; until [ ! -e /proc/$w ] || { read -r _ _ _ _ _ s _ </proc/$w/stat && [ "$s" = "$w" ]; }; do :; done; `
+}
+
 func TestServerConcurrentCallsStartOneSandbox(t *testing.T) {
 	logs := &syncCapped{c: capped{limit: 1 << 20}}
 	bw := bwrapOnly(t, logs)
@@ -127,7 +134,7 @@ func TestServerReapsAndCloseEndsEverything(t *testing.T) {
 	ctx := context.Background()
 	box, _ := bw.Open(ctx, "agt_z")
 	// A background command in its own session outlives its call (its parent exits at once).
-	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 33.1 </dev/null >/dev/null 2>&1 & setsid sleep 0.2 </dev/null >/dev/null 2>&1 &"}})
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 33.1 </dev/null >/dev/null 2>&1") + detached("sleep 0.2 </dev/null >/dev/null 2>&1")}})
 	time.Sleep(time.Second)
 	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "pgrep -f 'sleep 33.1' >/dev/null && echo running; grep -l ') Z ' /proc/[0-9]*/stat || true"}})
 	if string(res.Stdout) != "running\n" {
@@ -186,6 +193,34 @@ func TestServerCancelKillsGroupAndStartSignals(t *testing.T) {
 	}
 	if p.State() != "exit status 7" || !strings.Contains(out.String(), "term") {
 		t.Fatalf("state %q, output %q", p.State(), out.String())
+	}
+}
+
+// TestServerEndsTheCommandsSession: a command that keeps forking, each child in a process group of
+// its own (so no one group kill reaches them all), leaves nothing behind past its timeout, nor
+// what it left running when it exited; a background command in a session of its own survives both,
+// and the next command runs.
+func TestServerEndsTheCommandsSession(t *testing.T) {
+	bw := bwrapOnly(t, nil)
+	bw.Limits.Pids = 128
+	box, _ := bw.Open(context.Background(), "agt_e")
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 38.6 </dev/null >/dev/null 2>&1")}})
+	_, err := box.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", "set -m; while :; do sleep 38.7 & done"}, Timeout: 1500 * time.Millisecond})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the deadline, got %v", err)
+	}
+	gone(t, "sleep 38.7")
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "set -m; for i in 1 2 3; do sleep 38.8 & done; echo left"}})
+	if string(res.Stdout) != "left\n" {
+		t.Fatalf("got %q %q", res.Stdout, res.Stderr)
+	}
+	gone(t, "sleep 38.8")
+	if out, _ := exec.Command("pgrep", "-f", "sleep 38.6").Output(); len(out) == 0 {
+		t.Fatal("the background command in its own session did not survive the other commands' ends")
+	}
+	res = mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo next"}})
+	if string(res.Stdout) != "next\n" || res.PidsRefused != 0 {
+		t.Fatalf("the next command: %q %q, %d forks refused", res.Stdout, res.Stderr, res.PidsRefused)
 	}
 }
 
@@ -255,7 +290,7 @@ func TestServerChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	box, _ := bw.Open(context.Background(), "agt_o")
-	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 35.3 </dev/null >/dev/null 2>&1 &"}})
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 35.3 </dev/null >/dev/null 2>&1")}})
 	fmt.Println("child ready")
 	time.Sleep(time.Minute)
 }
@@ -286,7 +321,7 @@ func TestServerOutputHeldOpen(t *testing.T) {
 	bw := bwrapOnly(t, nil)
 	box, _ := bw.Open(context.Background(), "agt_h")
 	start := time.Now()
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo out; echo err >&2; setsid sleep 36.4 & exit 0"}})
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo out; echo err >&2; " + detached("sleep 36.4") + "exit 0"}})
 	if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || time.Since(start) > outputGrace+5*time.Second {
 		t.Fatalf("got %q %q after %s", res.Stdout, res.Stderr, time.Since(start))
 	}
@@ -320,7 +355,7 @@ func TestSandboxIdleStop(t *testing.T) {
 	// A call longer than the idle period is not cut short, even with the idle timer armed by the
 	// call before it.
 	mustExec(t, box, ExecRequest{Argv: []string{"true"}})
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "setsid sleep 37.5 </dev/null >/dev/null 2>&1 & sleep 1.5; echo held"}})
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 37.5 </dev/null >/dev/null 2>&1") + "sleep 1.5; echo held"}})
 	if string(res.Stdout) != "held\n" {
 		t.Fatalf("long call: %q %q", res.Stdout, res.Stderr)
 	}

@@ -198,6 +198,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 			res.Leftover = len(left)
 		}
 		stopPIDs(left, grace)
+		killRest(pid, token, grace) // what they forked meanwhile
 	}
 	// Whatever still holds the terminal now is outside our reach; stop reading after a last moment.
 	_ = master.SetReadDeadline(time.Now().Add(linger))
@@ -290,10 +291,24 @@ func stopAll(pid int, token string, exited <-chan struct{}, grace time.Duration)
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = unix.Kill(-pid, unix.SIGKILL)
-	for _, p := range descendants(pid, token) {
-		_ = unix.Kill(p, unix.SIGKILL)
+	killRest(pid, token, grace)
+}
+
+// killRest sends SIGKILL to every descendant of the command that is left, round after round until
+// none is, so what was forked while a round ran goes in the next however fast it forks; it gives
+// up after limit.
+func killRest(pid int, token string, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		left := descendants(pid, token) // reaps the exited ones
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, p := range left {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	reap(descendants(pid, token))
 }
 
 // stopPIDs stops processes that outlived their command: SIGTERM to each and its group, then

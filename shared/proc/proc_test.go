@@ -188,6 +188,18 @@ func TestRunStopsLeftoverChildren(t *testing.T) {
 	}
 }
 
+// TestRunStopsWhatLeftoversForkMeanwhile: a leftover that ignores SIGTERM and keeps forking
+// while it is being stopped leaves nothing behind, what it forked during the grace included.
+func TestRunStopsWhatLeftoversForkMeanwhile(t *testing.T) {
+	marker := "39.27" + strconv.Itoa(os.Getpid())
+	script := `(trap '' TERM; for i in $(seq 150); do sleep ` + marker + ` & sleep 0.02; done) & echo started`
+	res, out := bash(t, script, func(c *Cmd) { c.Grace = time.Second })
+	if res.ExitCode != 0 || res.Leftover == 0 || out != "started\n" {
+		t.Fatalf("result %+v output %q; want exit 0 and leftovers stopped", res, out)
+	}
+	waitGone(t, marker)
+}
+
 func TestRunCanceled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -236,11 +236,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err != nil {
 		return err
 	}
+	defer stopBrowsers()
 	scr := &scripts.Tools{Store: store, Sandboxes: boxes, SecretEnv: sec.SandboxEnv}
 	if err := scr.Register(reg); err != nil {
 		return fmt.Errorf("register script tools: %w", err)
 	}
-	defer stopBrowsers()
 	if h.tools != nil {
 		if err := h.tools(reg); err != nil {
 			return err

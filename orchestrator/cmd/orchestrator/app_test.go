@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
-
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
@@ -59,6 +61,13 @@ func startServe(t testing.TB, env map[string]string, tools func(*registry.Regist
 	t.Helper()
 	if _, ok := env["GUILDS_DATA_DIR"]; !ok {
 		env["GUILDS_DATA_DIR"] = sandboxtest.Root(t) // its sandboxes' folders, never the source tree
+	}
+	if _, ok := env["GUILDS_SANDBOX_UID_BASE"]; !ok {
+		// A uid range of this process's own (each serve locks its range host-wide), apart from the
+		// default a real orchestrator or another test process on this host may hold.
+		base := 100_000_000 + (os.Getpid()%800)*1_000_000
+		env["GUILDS_SANDBOX_UID_BASE"] = strconv.Itoa(base)
+		t.Cleanup(func() { exec.Command("nft", "delete", "table", "inet", fmt.Sprintf("guilds_sandbox_%d", base)).Run() })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{cancel: cancel, done: make(chan int, 1), stderr: &syncBuf{}}
@@ -297,7 +306,9 @@ func TestMigrateFreshDatabase(t *testing.T) {
 }
 
 // TestInstanceReportsSandbox: GET /api/instance says what isolation the agents' sandboxes have,
-// with the limits set in the environment; a malformed sandbox setting stops serve with its name.
+// with the limits and the egress policy set in the environment and the workspace images' claim on
+// the disk; a second orchestrator on the same uid range refuses to start, naming the first; a
+// malformed sandbox setting stops serve with its name.
 func TestInstanceReportsSandbox(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -306,22 +317,54 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		t.Skip("needs root and bubblewrap")
 	}
 	_, dsn := pgtest.NewDBWithDSN(t)
-	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
-		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_DISK": "1GiB"}, nil)
+	env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_DISK": "1GiB",
+		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.0/16, 192.168.5.0/24"}
+	s := startServe(t, env, nil)
 	st, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil)
+
+	// A second orchestrator of this host on the same uid range, with a data folder of its own.
+	var out, errb syncBuf
+	second := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_DATA_DIR": sandboxtest.Root(t), "GUILDS_SANDBOX_UID_BASE": env["GUILDS_SANDBOX_UID_BASE"]}
+	first, _ := filepath.Abs(env["GUILDS_DATA_DIR"])
+	if code := run(context.Background(), []string{"serve"}, lookupOf(second), &out, &errb, hooks{}); code != 1 ||
+		!strings.Contains(errb.String(), fmt.Sprintf("pid %d, data folder %s", os.Getpid(), first)) || !strings.Contains(errb.String(), "set another GUILDS_SANDBOX_UID_BASE") {
+		t.Errorf("a second orchestrator on the same uid range: exit %d: %s", code, errb.String())
+	}
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("serve exited %d: %s", code, s.stderr)
 	}
-	box, _ := json.Marshal(inst["sandbox"])
-	want := `{"backend":"bubblewrap","disk_quota":"image","limits":{"cpu":50,"disk":1073741824,"memory":2147483648,"pids":300},"missing":[],"network":"user","seccomp":true,"user_namespace":true}`
-	if st != 200 || string(box) != want {
-		t.Fatalf("instance sandbox: %d %s\nwant %s", st, box, want)
+	raw, _ := json.Marshal(inst["sandbox"])
+	var box sandbox.Status
+	if err := json.Unmarshal(raw, &box); err != nil || st != 200 {
+		t.Fatalf("instance sandbox: %d %s %v", st, raw, err)
+	}
+	if box.Backend != "bubblewrap" || box.Network != "user" || !box.Seccomp || !box.UserNamespace || box.DiskQuota != "image" || len(box.Missing) != 0 ||
+		box.Limits != (sandbox.StatusLimits{Pids: 300, Memory: 2 << 30, CPU: 50, Disk: 1 << 30}) {
+		t.Errorf("instance sandbox: %s", raw)
+	}
+	if e := box.Egress; e == nil || !slices.Equal(e.Allowed, []string{"10.20.0.0/16", "192.168.5.0/24"}) ||
+		!slices.Contains(e.Refused, "169.254.0.0/16") || !slices.Contains(e.Refused, "10.0.0.0/8") || e.Resolvers == nil {
+		t.Errorf("instance sandbox's egress: %s", raw)
+	}
+	if d := box.DiskSpace; d == nil || d.Quota != 1<<30 || d.Images != 0 || d.Free <= 0 {
+		t.Errorf("instance sandbox's disk space: %s", raw)
+	}
+	// The same again once the first has stopped: its range is free.
+	again := startServe(t, second, nil)
+	if st, _ := request(t, "GET", "http://"+again.addr+"/api/instance", nil); st != 200 {
+		t.Errorf("the second orchestrator answers %d", st)
+	}
+	if code := again.stop(t); code != 0 {
+		t.Fatalf("after the first stopped, the second: exit %d: %s", code, again.stderr)
 	}
 	for _, bad := range []struct{ name, value, says string }{
 		{"GUILDS_SANDBOX_NETWORK", "wifi", "use user"},
 		{"GUILDS_SANDBOX_MEMORY", "lots", "not a size"},
 		{"GUILDS_SANDBOX_PIDS", "3", "from 64"},
 		{"GUILDS_SANDBOX_DISK", "1MiB", "below the smallest workspace quota"},
+		{"GUILDS_SANDBOX_ALLOW_NETS", "10.0.0.0/8,lan", `"lan" is not a range`},
 	} {
 		var out, errb syncBuf
 		env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,

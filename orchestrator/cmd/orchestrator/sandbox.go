@@ -74,6 +74,7 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 	if browsers.Idle, err = idleSetting(cfg, "GUILDS_CHROMIUM_IDLE"); err != nil {
 		return nil, err
 	}
+	unlock := func() {}
 	if bw, ok := p.(*sandbox.Bubblewrap); ok {
 		if bw.Idle, err = idleSetting(cfg, "GUILDS_SANDBOX_IDLE"); err != nil {
 			return nil, err
@@ -81,10 +82,16 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 		if err := isolationSettings(cfg, bw); err != nil {
 			return nil, err
 		}
+		// Another orchestrator of this host on the same uid range would share its agents' uids.
+		dataDir, _ := filepath.Abs(cfg.DataDir)
+		if unlock, err = bw.LockUIDRange(dataDir); err != nil {
+			return nil, err
+		}
 		// Once at start: what this host lets the sandboxes enforce, logged and kept for /api/instance.
 		bw.Status()
 	}
 	if err := (&browser.Tools{Sandbox: p, Browsers: browsers}).Register(reg); err != nil {
+		unlock()
 		return nil, fmt.Errorf("register browser tools: %w", err)
 	}
 	return func() {
@@ -92,12 +99,14 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 		if c, ok := p.(io.Closer); ok {
 			_ = c.Close()
 		}
+		unlock()
 	}, nil
 }
 
 // isolationSettings reads the bubblewrap sandbox's network, limits and host uid range:
-// GUILDS_SANDBOX_NETWORK (user or none), GUILDS_SANDBOX_PIDS, GUILDS_SANDBOX_MEMORY, GUILDS_SANDBOX_CPU,
-// GUILDS_SANDBOX_TMP, GUILDS_SANDBOX_RUN and GUILDS_SANDBOX_UID_BASE; unset takes the default.
+// GUILDS_SANDBOX_NETWORK (user or none), GUILDS_SANDBOX_ALLOW_NETS, GUILDS_SANDBOX_PIDS,
+// GUILDS_SANDBOX_MEMORY, GUILDS_SANDBOX_CPU, GUILDS_SANDBOX_TMP, GUILDS_SANDBOX_RUN and
+// GUILDS_SANDBOX_UID_BASE; unset takes the default.
 func isolationSettings(cfg config.Config, bw *sandbox.Bubblewrap) error {
 	switch v := cfg.Getenv("GUILDS_SANDBOX_NETWORK"); v {
 	case "", sandbox.NetworkUser, sandbox.NetworkNone:
@@ -105,6 +114,11 @@ func isolationSettings(cfg config.Config, bw *sandbox.Bubblewrap) error {
 	default:
 		return fmt.Errorf("GUILDS_SANDBOX_NETWORK=%q is unknown: use user (outbound traffic, nothing of the host) or none (a loopback only)", v)
 	}
+	nets, err := sandbox.ParseNets(cfg.Getenv("GUILDS_SANDBOX_ALLOW_NETS"))
+	if err != nil {
+		return fmt.Errorf("GUILDS_SANDBOX_ALLOW_NETS: %w (ranges separated by commas, e.g. 10.20.0.0/16,fd00:1::/64)", err)
+	}
+	bw.AllowNets = nets
 	count := func(name string, lo, hi int64, dst *int64) error {
 		v := cfg.Getenv(name)
 		if v == "" {

@@ -4,12 +4,15 @@
 // of a SOCK_SEQPACKET socket pair as its fd 3 (the control socket). Each command is one control
 // message: the Request as JSON plus four file descriptors (SCM_RIGHTS): the request's own stream
 // connection, then the command's stdin, stdout and stderr. The command's output therefore goes
-// straight to the orchestrator's pipes and never passes through the server. On the request
-// connection the server writes one Event with the command's pid (or why it could not start), then
-// one Event with its exit status; the orchestrator may write Control lines (a signal for the
-// command's process group), and closing its side kills that group. The server reaps every child
-// (it is PID 1: background commands that outlive their helper are reparented to it) and exits when
-// the control socket closes, which ends the whole PID namespace with it.
+// straight to the orchestrator's pipes and never passes through the server. Each command runs in a
+// session of its own. On the request connection the server writes one Event with the command's
+// pid (or why it could not start), then one Event with its exit status once the command exited and
+// what it left running in its session is gone; the orchestrator may write Control lines (a signal
+// for the command's process group), and closing its side, like the request's timeout, ends the
+// whole session. A process that moved to a session of its own (a background command) is left
+// alone. The server reaps every child (it is PID 1: background commands that outlive their helper
+// are reparented to it) and exits when the control socket closes, which ends the whole PID
+// namespace with it.
 package sandboxd
 
 import (
@@ -46,7 +49,7 @@ type Request struct {
 	Argv      []string `json:"argv"`                 // argv[0]: a path, or a name looked up on the PATH of Env
 	Env       []string `json:"env"`                  // the whole environment
 	Dir       string   `json:"dir"`                  // working directory; "" is /
-	TimeoutMS int64    `json:"timeout_ms,omitempty"` // 0: none; past it the process group gets SIGKILL
+	TimeoutMS int64    `json:"timeout_ms,omitempty"` // 0: none; past it the command's session is killed
 }
 
 // Event is one line the server writes on a request's connection: first Started with Pid (or
@@ -185,7 +188,8 @@ func (s *server) handle(raw []byte, files []*os.File) {
 	send(Event{Pid: pid})
 
 	// The orchestrator's side: signals for the group; its end closing (a cancelled call, or the
-	// orchestrator gone) kills the group, unless the command already exited.
+	// orchestrator gone) ends the command's session, unless the command already exited (its
+	// session is ended then anyway).
 	var exited atomic.Bool
 	go func() {
 		r := bufio.NewReader(conn)
@@ -193,7 +197,7 @@ func (s *server) handle(raw []byte, files []*os.File) {
 			line, err := r.ReadBytes('\n')
 			if err != nil {
 				if !exited.Load() {
-					_ = syscall.Kill(-pid, syscall.SIGKILL)
+					endSession(pid)
 				}
 				return
 			}
@@ -214,11 +218,14 @@ func (s *server) handle(raw []byte, files []*os.File) {
 	select {
 	case st = <-status:
 	case <-timeout:
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		endSession(pid)
 		ev.TimedOut = true
 		st = <-status
 	}
 	exited.Store(true)
+	// What the command left running in its session goes with it, before the exit is reported: the
+	// next command must not meet the sandbox's process limit still held by this one's forks.
+	endSession(pid)
 	ev.ExitCode = st.ExitStatus()
 	if st.Signaled() {
 		ev.ExitCode = 128 + int(st.Signal())
@@ -226,7 +233,7 @@ func (s *server) handle(raw []byte, files []*os.File) {
 	send(ev)
 }
 
-// spawn starts the command in its own process group and registers it with the reaper. The lock
+// spawn starts the command in a session of its own and registers it with the reaper. The lock
 // spans fork and registration, so the reaper cannot take the status before anyone waits for it.
 func (s *server) spawn(req Request, stdio []*os.File) (int, chan syscall.WaitStatus, error) {
 	path, err := lookPath(req.Argv[0], req.Env)
@@ -239,7 +246,7 @@ func (s *server) spawn(req Request, stdio []*os.File) (int, chan syscall.WaitSta
 	}
 	attr := &syscall.ProcAttr{Dir: dir, Env: req.Env,
 		Files: []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true}}
+		Sys:   &syscall.SysProcAttr{Setsid: true}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pid, err := syscall.ForkExec(path, req.Argv, attr)

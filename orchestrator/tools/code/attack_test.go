@@ -215,7 +215,11 @@ for req, name in [(16, 'PTRACE_ATTACH'), (0x4206, 'PTRACE_SEIZE')]:
 		{"unshare -r", "unshare -r id 2>&1 && echo BREACH unshare || echo BLOCKED unshare; unshare -n true 2>&1 && echo BREACH netns || echo BLOCKED netns", 30, 2},
 		{"fill /tmp", "dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>&1 | tail -1; s=$(stat -c %s /tmp/fill); rm -f /tmp/fill; [ \"$s\" -le $((64<<20)) ] && echo BLOCKED tmp at $s || echo BREACH tmp $s", 60, 1},
 		{"memory bomb", "python3 -c \"b = b'x' * (1 << 30); print('BRE' + 'ACH allocated', len(b))\"", 60, 0},
-		{"fork bomb", "bomb() { bomb | bomb & }; bomb", 8, 0},
+		// The bomb forks on past its shell's timeout, then past its shell's exit: each time
+		// everything it forked must go with the command, or the next command meets the process
+		// limit still full.
+		{"fork bomb", "bomb() { bomb | bomb & }; bomb; sleep 60", 8, 0},
+		{"fork bomb left running", "bomb() { bomb | bomb & }; bomb; sleep 3", 30, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
