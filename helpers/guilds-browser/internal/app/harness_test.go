@@ -168,8 +168,10 @@ func newSandbox(t testing.TB, cdpURL string, extra ...string) *sandbox {
 		"GUILDS_PLAYWRIGHT_DIR=" + playwrightDir(),
 		"GUILDS_BROWSER_IDLE=2m",
 	}, extra...)
-	if v := os.Getenv("PLAYWRIGHT_NODEJS_PATH"); v != "" {
-		s.env = append(s.env, "PLAYWRIGHT_NODEJS_PATH="+v)
+	for _, k := range []string{"PLAYWRIGHT_NODEJS_PATH", "GORACE"} { // GORACE: make's atexit_sleep_ms=0 for this -race binary's copies
+		if v := os.Getenv(k); v != "" {
+			s.env = append(s.env, k+"="+v)
+		}
 	}
 	t.Cleanup(func() { stopDaemon(t, s.run) })
 	return s
