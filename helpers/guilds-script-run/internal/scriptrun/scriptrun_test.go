@@ -108,7 +108,7 @@ func TestScriptTimeout(t *testing.T) {
 	if r.Meta["exit_code"] != float64(124) || r.Meta["timed_out"] != true || !strings.Contains(r.Text, "looping") || !strings.Contains(r.Text, "exit_code: 124") {
 		t.Fatalf("reply %+v", r)
 	}
-	if d := time.Since(start); d > 20*time.Second {
+	if d := time.Since(start); d > 2*time.Minute { // a hang guard: the script never ends by itself
 		t.Fatalf("took %s", d)
 	}
 }
