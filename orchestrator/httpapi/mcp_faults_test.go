@@ -149,10 +149,10 @@ func TestMCPFaultsThroughAPI(t *testing.T) {
 		call, echoWorks := faultRun(t, e, f)
 		start := time.Now()
 		got := call("faulty_hang")
-		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, `"faulty"`) || !strings.Contains(got, "did not answer in time") || time.Since(start) > 20*time.Second {
+		if !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, `"faulty"`) || !strings.Contains(got, "did not answer in time") || time.Since(start) > time.Minute { // a hang guard: the tool hangs until cancelled
 			t.Errorf("a hanging call: %q after %s", got, time.Since(start))
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for f.cancelled.Load() == 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}

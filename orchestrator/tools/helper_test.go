@@ -152,7 +152,7 @@ func TestHelperTimeoutAndReplyError(t *testing.T) {
 	h.Env = func(context.Context, *registry.Call) ([]string, error) { return []string{"GUILDS_SLOW=1"}, nil }
 	start := time.Now()
 	_, err := h.Handler("shell")(ctx, c)
-	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") || time.Since(start) > 5*time.Second {
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") || time.Since(start) > 20*time.Second { // a hang guard below the helper's 30 s sleep
 		t.Fatalf("timeout: %v after %s", err, time.Since(start))
 	}
 	// A request the protocol refuses never reaches the sandbox.
