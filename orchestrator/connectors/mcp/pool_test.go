@@ -223,7 +223,8 @@ func hangTool(f *fake) chan struct{} {
 func TestTimeoutAndCancelSendCancelled(t *testing.T) {
 	f := newFake(t)
 	ended := hangTool(f)
-	p := newPool(t, Config{CallTimeout: 300 * time.Millisecond}, nil)
+	// 3 s: the echo at the end must answer within it on a loaded machine too.
+	p := newPool(t, Config{CallTimeout: 3 * time.Second}, nil)
 	conn := Connection{ID: "c1", Slug: "slow", URL: f.URL}
 	hang := Tool{RemoteName: "hang", Name: "slow_hang"}
 
@@ -249,7 +250,7 @@ func TestTimeoutAndCancelSendCancelled(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		// The tool hangs until cancelled: only the call's deadline ends it, as the error says.
 		_, err := p.Call(context.Background(), conn, hang, nil)
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 300ms") {
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 3s") {
 			t.Fatalf("err = %v", err)
 		}
 		assertCancelled(t)

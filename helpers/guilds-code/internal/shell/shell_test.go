@@ -186,7 +186,8 @@ func TestTimeoutLeavesNoOrphans(t *testing.T) {
 	m := marker(t)
 	cmd := fmt.Sprintf(`echo start; sleep %[1]s1 & (sleep %[1]s2 &) ; setsid sleep %[1]s3 & (setsid bash -c "sleep %[1]s4" &); trap "" TERM; sleep %[1]s5`, m)
 	start := time.Now()
-	r := e.call("shell", fmt.Sprintf(`{"command":%q,"timeout_seconds":1}`, cmd))
+	// 5 s: time for bash to print and start its children on a loaded machine before the timeout.
+	r := e.call("shell", fmt.Sprintf(`{"command":%q,"timeout_seconds":5}`, cmd))
 	if r.Failed() || r.Meta["exit_code"] != 124 || r.Meta["timed_out"] != true {
 		t.Fatalf("reply %+v, want a timeout with exit_code 124", r)
 	}
