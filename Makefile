@@ -8,6 +8,9 @@ export PATH := $(TOOLS_BIN):$(PATH)
 export GUILDS_TOOLS_DIR := $(TOOLS_BIN)
 export GUILDS_BIN_DIR := $(BIN)
 export PLAYWRIGHT_NODEJS_PATH ?= $(shell command -v node)
+# A -race binary sleeps a second before it exits (the race runtime's atexit_sleep_ms); tests that
+# run their own binary as a helper, once per tool call, would wait that second each time.
+export GORACE ?= atexit_sleep_ms=0
 
 MODULES    := ./shared/... ./helpers/guilds-code/... ./helpers/guilds-browser/... \
               ./helpers/guilds-script-run/... ./helpers/guilds-git-credential/... ./orchestrator/...

@@ -427,13 +427,21 @@ func TestMCPRelistAtRunStart(t *testing.T) {
 	run := e.must(201, "POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
 	e.must(200, "POST", "/api/runs/"+run["id"].(string)+"/calls", map[string]any{"name": "srv_echo", "arguments": map[string]any{"text": "x"}})
 	lists = f.count("tools/list")
+	// The session's GET stream opens after the call; a notification the server sends before it
+	// has registered the stream is lost, so the tool is added again (each add notifies) until one
+	// arrives.
 	f.AddTool("newest")
-	deadline := time.Now().Add(5 * time.Second)
+	resend := time.NewTicker(500 * time.Millisecond)
+	defer resend.Stop()
+	deadline := time.After(30 * time.Second)
 	for !e.mcp.Changed(connID) {
-		if time.Now().After(deadline) {
+		select {
+		case <-resend.C:
+			f.AddTool("newest")
+		case <-deadline:
 			t.Fatal("no tools/list_changed reached the pool")
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if names := start(); !slices.Contains(names, "srv_newest") || f.count("tools/list") != lists+1 {
 		t.Fatalf("after list_changed: offered %v, %d lists", names, f.count("tools/list")-lists)

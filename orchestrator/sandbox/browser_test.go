@@ -82,9 +82,9 @@ func TestBrowserIdleStop(t *testing.T) {
 			}
 			release()
 			release() // a second release is harmless
-			// Calls within the period keep it alive.
-			for i := 0; i < 3; i++ {
-				time.Sleep(b.Idle / 2)
+			// Calls within the period keep it alive (a quarter period apart: room for a slow call).
+			for i := 0; i < 6; i++ {
+				time.Sleep(b.Idle / 4)
 				if again, err := b.CDPURL(ctx, "agt_idle"); err != nil || again != u {
 					t.Fatalf("call within the idle period: %q %v (want %q)", again, err, u)
 				}

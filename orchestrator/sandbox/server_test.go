@@ -43,14 +43,13 @@ func bwrapOnly(t *testing.T, logs *syncCapped) *Bubblewrap {
 	return bw
 }
 
-// gone waits up to 5 s for no process whose command line holds marker to remain.
+// gone waits (at most 30 s, a hang guard) for no process whose command line holds marker to remain.
 func gone(t *testing.T, marker string) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) == 0 {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	out, _ := exec.Command("pgrep", "-af", marker).Output()
 	t.Fatalf("processes %q remain: %s", marker, out)
@@ -134,17 +133,22 @@ func TestServerReapsAndCloseEndsEverything(t *testing.T) {
 	ctx := context.Background()
 	box, _ := bw.Open(ctx, "agt_z")
 	// A background command in its own session outlives its call (its parent exits at once).
-	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 33.1 </dev/null >/dev/null 2>&1") + detached("sleep 0.2 </dev/null >/dev/null 2>&1")}})
-	time.Sleep(time.Second)
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "pgrep -f 'sleep 33.1' >/dev/null && echo running; grep -l ') Z ' /proc/[0-9]*/stat || true"}})
-	if string(res.Stdout) != "running\n" {
-		t.Fatalf("want the background sleep running and no zombie, got %q (stderr %q)", res.Stdout, res.Stderr)
+	// The short one ends and is reaped (no zombie stays), while the long one runs on (slee[p]: the
+	// checking shell's own command line does not match).
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 333.1 </dev/null >/dev/null 2>&1") + detached("sleep 0.21 </dev/null >/dev/null 2>&1")}})
+	check := ExecRequest{Argv: []string{"bash", "-c", "pgrep -f 'slee[p] 333.1' >/dev/null && echo running; pgrep -f 'slee[p] 0.21' >/dev/null || echo exited; grep -l ') Z ' /proc/[0-9]*/stat || true"}}
+	res := mustExec(t, box, check)
+	for deadline := time.Now().Add(30 * time.Second); string(res.Stdout) != "running\nexited\n" && time.Now().Before(deadline); res = mustExec(t, box, check) {
+		time.Sleep(100 * time.Millisecond)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "sleep 33.1").Output(); len(out) == 0 {
+	if string(res.Stdout) != "running\nexited\n" {
+		t.Fatalf("want the long background sleep running, the short one ended and no zombie, got %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 333.1").Output(); len(out) == 0 {
 		t.Fatal("the host does not see the background command")
 	}
 	bw.Close()
-	gone(t, "sleep 33.1")
+	gone(t, "sleep 333.1")
 	gone(t, bw.Root) // bwrap's command line names the agent's folders
 	if _, err := box.Exec(ctx, ExecRequest{Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("exec after Close: %v", err)
@@ -180,7 +184,7 @@ func TestServerCancelKillsGroupAndStartSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && !strings.Contains(out.String(), "up"); i++ {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "up") && time.Now().Before(deadline); { // the trap is set
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := p.Signal(syscall.SIGTERM); err != nil {
@@ -188,7 +192,7 @@ func TestServerCancelKillsGroupAndStartSignals(t *testing.T) {
 	}
 	select {
 	case <-p.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a hang guard: the loop never ends by itself
 		t.Fatal("the started command did not end on SIGTERM")
 	}
 	if p.State() != "exit status 7" || !strings.Contains(out.String(), "term") {
@@ -265,7 +269,7 @@ func TestServerEndsWithOrchestrator(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 200 && !strings.Contains(out.String(), "child ready"); i++ {
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), "child ready") && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(out.String(), "child ready") {
@@ -275,7 +279,7 @@ func TestServerEndsWithOrchestrator(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	gone(t, "sleep 35.3")
+	gone(t, "sleep 335.3")
 	gone(t, root)
 }
 
@@ -290,7 +294,7 @@ func TestServerChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	box, _ := bw.Open(context.Background(), "agt_o")
-	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 35.3 </dev/null >/dev/null 2>&1")}})
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 335.3 </dev/null >/dev/null 2>&1")}})
 	fmt.Println("child ready")
 	time.Sleep(time.Minute)
 }
@@ -316,17 +320,18 @@ func FuzzParseEvent(f *testing.F) {
 }
 
 // TestServerOutputHeldOpen: a command that leaves something holding both its stdout and stderr
-// returns after the output grace, with what it printed.
+// returns after the output grace (not when the holder, sleeping over 5 minutes, ends), with what
+// it printed.
 func TestServerOutputHeldOpen(t *testing.T) {
 	bw := bwrapOnly(t, nil)
 	box, _ := bw.Open(context.Background(), "agt_h")
 	start := time.Now()
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo out; echo err >&2; " + detached("sleep 36.4") + "exit 0"}})
-	if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || time.Since(start) > outputGrace+5*time.Second {
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo out; echo err >&2; " + detached("sleep 336.4") + "exit 0"}})
+	if string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" || time.Since(start) < outputGrace || time.Since(start) > outputGrace+time.Minute {
 		t.Fatalf("got %q %q after %s", res.Stdout, res.Stderr, time.Since(start))
 	}
 	bw.Close()
-	gone(t, "sleep 36.4")
+	gone(t, "sleep 336.4")
 }
 
 // TestServerMissing: a bin folder without guilds-sandboxd fails the call with the fix.
@@ -355,22 +360,22 @@ func TestSandboxIdleStop(t *testing.T) {
 	// A call longer than the idle period is not cut short, even with the idle timer armed by the
 	// call before it.
 	mustExec(t, box, ExecRequest{Argv: []string{"true"}})
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 37.5 </dev/null >/dev/null 2>&1") + "sleep 1.5; echo held"}})
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 337.5 </dev/null >/dev/null 2>&1") + "sleep 1.5; echo held"}})
 	if string(res.Stdout) != "held\n" {
 		t.Fatalf("long call: %q %q", res.Stdout, res.Stderr)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "sleep 37.5").Output(); len(out) == 0 {
+	if out, _ := exec.Command("pgrep", "-f", "sleep 337.5").Output(); len(out) == 0 {
 		t.Fatal("the background command is not running after the call")
 	}
 	// Background commands do not hold the sandbox awake: they end with the idle stop.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a hang guard over the 600 ms idle period
 	for !strings.Contains(logs.String(), "sandbox stopped after being idle") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "sandbox stopped after being idle") {
 		t.Fatalf("no idle stop:\n%s", logs.String())
 	}
-	gone(t, "sleep 37.5")
+	gone(t, "sleep 337.5")
 	res = mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo back"}})
 	if string(res.Stdout) != "back\n" || strings.Count(logs.String(), "sandbox started") != 2 {
 		t.Fatalf("after the idle stop: %q\n%s", res.Stdout, logs.String())

@@ -31,6 +31,21 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// watchBuffer is a lockedBuffer that calls seen once it holds want.
+type watchBuffer struct {
+	lockedBuffer
+	want string
+	seen func()
+}
+
+func (b *watchBuffer) Write(p []byte) (int, error) {
+	n, err := b.lockedBuffer.Write(p)
+	if strings.Contains(strings.ReplaceAll(b.String(), "\r\n", "\n"), b.want) {
+		b.seen()
+	}
+	return n, err
+}
+
 func bash(t *testing.T, script string, mod func(*Cmd)) (Result, string) {
 	t.Helper()
 	var out lockedBuffer
@@ -70,19 +85,23 @@ func alive(marker string) []string {
 
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
-// waitGone waits up to a second for processes matching marker to disappear.
+// hangGuard bounds a wait for something that normally takes well under a second: it only turns a
+// hang into a failure, far above what a loaded machine takes (and below the markers' sleeps).
+const hangGuard = 30 * time.Second
+
+// waitGone waits (at most hangGuard) for processes matching marker to disappear.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	for i := 0; i < 50; i++ {
+	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if len(alive(marker)) == 0 {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("processes survived: %v", alive(marker))
 }
 
 func TestRunOutputAndExitCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, script, want string
 		code               int
@@ -112,6 +131,7 @@ func TestRunOutputAndExitCodes(t *testing.T) {
 }
 
 func TestRunStdinReader(t *testing.T) {
+	t.Parallel()
 	res, out := bash(t, "tr a-z A-Z", func(c *Cmd) { c.Stdin = strings.NewReader("{\"a\":1}\n") })
 	if res.ExitCode != 0 || out != "{\"A\":1}\n" {
 		t.Fatalf("result %+v output %q", res, out)
@@ -119,6 +139,7 @@ func TestRunStdinReader(t *testing.T) {
 }
 
 func TestRunDirAndEnv(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	res, out := bash(t, "pwd; echo $FOO", func(c *Cmd) { c.Dir = dir; c.Env = []string{"FOO=bar", "PATH=" + os.Getenv("PATH")} })
 	if res.ExitCode != 0 || out != dir+"\nbar\n" {
@@ -127,6 +148,7 @@ func TestRunDirAndEnv(t *testing.T) {
 }
 
 func TestRunMissingProgram(t *testing.T) {
+	t.Parallel()
 	_, err := Run(context.Background(), Cmd{Args: []string{"/no/such/program"}})
 	if err == nil || !strings.Contains(err.Error(), "/no/such/program") {
 		t.Fatalf("err = %v, want one naming the program", err)
@@ -137,18 +159,20 @@ func TestRunMissingProgram(t *testing.T) {
 }
 
 func TestRunTimeoutKeepsOutputAndKillsTheTree(t *testing.T) {
-	marker := "31.4159" + strconv.Itoa(os.Getpid())
+	t.Parallel()
+	marker := "314.159" + strconv.Itoa(os.Getpid()) // seconds: these sleeps end only when killed
 	script := `printf 'partial line before timeout'; echo; ` +
 		`sleep ` + marker + ` & ` +
 		`setsid sleep ` + marker + `1 & ` +
 		`( setsid bash -c 'sleep ` + marker + `2' & ) ; ` +
 		`trap '' TERM; sleep ` + marker + `3; echo never`
 	start := time.Now()
-	res, out := bash(t, script, func(c *Cmd) { c.Timeout = 500 * time.Millisecond; c.Grace = 300 * time.Millisecond })
+	// 5 s: time for bash to print its line and start its children on a loaded machine.
+	res, out := bash(t, script, func(c *Cmd) { c.Timeout = 5 * time.Second; c.Grace = 300 * time.Millisecond })
 	if !res.TimedOut || res.ExitCode != TimeoutExit {
 		t.Fatalf("result %+v, want a timeout with exit 124", res)
 	}
-	if el := time.Since(start); el > 5*time.Second {
+	if el := time.Since(start); el > hangGuard {
 		t.Fatalf("took %v", el)
 	}
 	if !strings.Contains(out, "partial line before timeout") || strings.Contains(out, "never") {
@@ -157,16 +181,28 @@ func TestRunTimeoutKeepsOutputAndKillsTheTree(t *testing.T) {
 	waitGone(t, marker)
 }
 
+// TestRunDefaultGraceIsTwoSeconds: with no Grace, a command that ignores SIGTERM (and never ends by
+// itself) gets SIGKILL DefaultGrace, 2 s, after it is stopped, not sooner. It is stopped (cancelled)
+// once it has said its trap is set, however long a loaded machine takes to get there.
 func TestRunDefaultGraceIsTwoSeconds(t *testing.T) {
-	start := time.Now()
-	res, _ := bash(t, "trap '' TERM; echo ready; while :; do sleep 0.05; done", func(c *Cmd) { c.Timeout = 200 * time.Millisecond })
-	el := time.Since(start)
-	if !res.TimedOut || el < 2*time.Second || el > 4*time.Second {
-		t.Fatalf("result %+v after %v; want SIGKILL about 2 s after the timeout", res, el)
+	t.Parallel()
+	if DefaultGrace != 2*time.Second {
+		t.Fatalf("DefaultGrace is %v; the documented grace is 2 s", DefaultGrace)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	var stopped time.Time
+	out := &watchBuffer{want: "ready\n", seen: func() { once.Do(func() { stopped = time.Now(); cancel() }) }}
+	res, err := Run(ctx, Cmd{Args: []string{"bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}, Env: os.Environ(), Output: out, Timeout: hangGuard})
+	el := time.Since(stopped)
+	if err != nil || !res.Canceled || stopped.IsZero() || el < DefaultGrace || el > hangGuard {
+		t.Fatalf("result %+v %v after %v; want SIGKILL 2 s after the stop", res, err, el)
 	}
 }
 
 func TestRunStopsLeftoverChildren(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, script string }{
 		{"holding the terminal", "sleep %s & echo started"},
 		{"output redirected", "nohup sleep %s >/dev/null 2>&1 & echo started"},
@@ -174,10 +210,10 @@ func TestRunStopsLeftoverChildren(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			marker := "27.18" + strconv.Itoa(os.Getpid()) + strconv.Itoa(i)
+			marker := "271.8" + strconv.Itoa(os.Getpid()) + strconv.Itoa(i) // seconds: the leftover would sleep that long
 			start := time.Now()
 			res, out := bash(t, strings.Replace(tt.script, "%s", marker, 1), nil)
-			if el := time.Since(start); el > 3*time.Second {
+			if el := time.Since(start); el > hangGuard {
 				t.Fatalf("call hung for %v on what the command left behind", el)
 			}
 			if res.ExitCode != 0 || res.Leftover != 1 || out != "started\n" {
@@ -201,9 +237,10 @@ func TestRunStopsWhatLeftoversForkMeanwhile(t *testing.T) {
 }
 
 func TestRunCanceled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	marker := "16.18" + strconv.Itoa(os.Getpid())
+	marker := "161.8" + strconv.Itoa(os.Getpid())
 	res, err := Run(ctx, Cmd{Args: []string{"bash", "-c", "sleep " + marker}, Env: os.Environ()})
 	if err != nil || !res.Canceled || res.TimedOut {
 		t.Fatalf("result %+v err %v; want canceled", res, err)
@@ -212,6 +249,7 @@ func TestRunCanceled(t *testing.T) {
 }
 
 func TestRunConcurrent(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	for i := 0; i < 6; i++ {
 		wg.Add(1)
@@ -229,6 +267,7 @@ func TestRunConcurrent(t *testing.T) {
 }
 
 func TestRunStartedReportsTheGroup(t *testing.T) {
+	t.Parallel()
 	var got int
 	res, out := bash(t, "echo $$", func(c *Cmd) { c.Started = func(pid int) { got = pid } })
 	if res.ExitCode != 0 || strings.TrimSpace(out) != strconv.Itoa(got) {
@@ -237,6 +276,7 @@ func TestRunStartedReportsTheGroup(t *testing.T) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	ppid, state, pgrp, sid, ok := parseStat([]byte("123 (a (weird) name) S 1 123 123 0 -1"))
 	if !ok || ppid != 1 || state != 'S' || pgrp != 123 || sid != 123 {
 		t.Fatalf("parseStat: %d %c %d %d %v", ppid, state, pgrp, sid, ok)
@@ -249,6 +289,7 @@ func TestParseStat(t *testing.T) {
 }
 
 func TestChildrenOfAgreesWithScan(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("sleep", "5")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -271,6 +312,7 @@ func TestChildrenOfAgreesWithScan(t *testing.T) {
 }
 
 func TestRunGroupAndSession(t *testing.T) {
+	t.Parallel()
 	for _, newSession := range []bool{false, true} {
 		var pid int
 		res, out := bash(t, "cat /proc/$$/stat", func(c *Cmd) {
@@ -289,18 +331,25 @@ func TestRunGroupAndSession(t *testing.T) {
 }
 
 func TestRunLineBufferedBeforeTimeout(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("perl"); err != nil {
 		t.Skip("perl is not installed")
 	}
-	// perl buffers a pipe in blocks but a terminal by lines: what it printed before being
-	// killed is only there because the output is a terminal.
-	res, out := bash(t, `exec perl -e 'print "early line\n"; sleep 60'`, func(c *Cmd) { c.Timeout = 3 * time.Second; c.Grace = 200 * time.Millisecond })
-	if !res.TimedOut || out != "early line\n" {
-		t.Fatalf("result %+v output %q", res, out)
+	// perl buffers a pipe in blocks but a terminal by lines: its line reaches the output while it
+	// sleeps, so the test stops it as soon as the line is there (a block-buffered line would only
+	// come out at its exit, and the hang guard's timeout would stop it with nothing printed).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &watchBuffer{want: "early line\n", seen: cancel}
+	res, err := Run(ctx, Cmd{Args: []string{"perl", "-e", `print "early line\n"; sleep 300`}, Env: os.Environ(), Output: out,
+		Timeout: hangGuard, Grace: 200 * time.Millisecond})
+	if err != nil || !res.Canceled || strings.ReplaceAll(out.String(), "\r\n", "\n") != "early line\n" {
+		t.Fatalf("result %+v %v output %q", res, err, out.String())
 	}
 }
 
 func TestRunStdinThatNeverEnds(t *testing.T) {
+	t.Parallel()
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	done := make(chan Result, 1)

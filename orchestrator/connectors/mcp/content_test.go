@@ -116,7 +116,7 @@ func TestEveryContentTypeEndToEnd(t *testing.T) {
 	logged := func() bool {
 		return strings.Contains(logs.String(), "level=DEBUG msg=\"mcp: progress\"") && strings.Contains(logs.String(), "halfway")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !logged() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); !logged() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !logged() {

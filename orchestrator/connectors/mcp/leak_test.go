@@ -74,7 +74,7 @@ func openSockets(t *testing.T) int {
 // settled waits until the goroutine and socket counts are back to at most the baseline.
 func settled(t *testing.T, goroutines, sockets int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		g, s := runtime.NumGoroutine(), openSockets(t)
 		if g <= goroutines && s <= sockets {

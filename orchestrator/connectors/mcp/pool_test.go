@@ -138,13 +138,28 @@ func TestListChanged(t *testing.T) {
 	if p.Changed("c1") {
 		t.Fatal("changed right after a listing")
 	}
-	// The GET stream opens after initialise; wait for it before changing the tools.
+	// The GET stream opens after initialise; wait for it before changing the tools. A notification
+	// the server sends before it has registered the stream is lost, so the change is made again
+	// (each AddTool notifies) until one arrives.
 	waitFor(t, "the GET stream", func() bool { return len(f.requests("HTTP GET")) > 0 })
-	time.Sleep(50 * time.Millisecond)
-	f.MCP.AddTool(mcpgo.NewTool("added"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		return mcpgo.NewToolResultText("ok"), nil
-	})
-	waitFor(t, "tools/list_changed", func() bool { return p.Changed("c1") })
+	addTool := func() {
+		f.MCP.AddTool(mcpgo.NewTool("added"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText("ok"), nil
+		})
+	}
+	addTool()
+	resend := time.NewTicker(250 * time.Millisecond)
+	defer resend.Stop()
+	deadline := time.After(30 * time.Second)
+	for !p.Changed("c1") {
+		select {
+		case <-resend.C:
+			addTool()
+		case <-deadline:
+			t.Fatal("timed out waiting for tools/list_changed")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if p.Changed("other") {
 		t.Error("another connection is marked changed")
 	}
@@ -208,7 +223,8 @@ func hangTool(f *fake) chan struct{} {
 func TestTimeoutAndCancelSendCancelled(t *testing.T) {
 	f := newFake(t)
 	ended := hangTool(f)
-	p := newPool(t, Config{CallTimeout: 300 * time.Millisecond}, nil)
+	// 3 s: the echo at the end must answer within it on a loaded machine too.
+	p := newPool(t, Config{CallTimeout: 3 * time.Second}, nil)
 	conn := Connection{ID: "c1", Slug: "slow", URL: f.URL}
 	hang := Tool{RemoteName: "hang", Name: "slow_hang"}
 
@@ -226,19 +242,16 @@ func TestTimeoutAndCancelSendCancelled(t *testing.T) {
 		})
 		select {
 		case <-ended:
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second): // a hang guard
 			t.Fatal("the server's handler never ended")
 		}
 	}
 
 	t.Run("deadline", func(t *testing.T) {
-		start := time.Now()
+		// The tool hangs until cancelled: only the call's deadline ends it, as the error says.
 		_, err := p.Call(context.Background(), conn, hang, nil)
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 300ms") {
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 3s") {
 			t.Fatalf("err = %v", err)
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("the call took %v", d)
 		}
 		assertCancelled(t)
 	})
@@ -267,13 +280,10 @@ func TestInitTimeout(t *testing.T) {
 		return true
 	})
 	p := newPool(t, Config{InitTimeout: 200 * time.Millisecond}, nil)
-	start := time.Now()
+	// The server never answers initialize: only InitTimeout ends the call, as the error says.
 	_, err := p.ListTools(context.Background(), Connection{ID: "c1", Slug: "stuck", URL: f.URL})
 	if err == nil || !strings.Contains(err.Error(), "timed out after 200ms") || !strings.Contains(err.Error(), `"stuck"`) {
 		t.Fatalf("err = %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("initialise took %v", d)
 	}
 }
 

@@ -306,14 +306,15 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 
 			// A timeout stops the command's group and says so.
 			start := time.Now()
-			res, meta = e.call(runID, "shell", map[string]any{"command": "echo started; sleep 30", "timeout_seconds": 1})
-			if !strings.Contains(res, "exit_code: 124") || meta["timed_out"] != true || time.Since(start) > 15*time.Second {
+			res, meta = e.call(runID, "shell", map[string]any{"command": "echo started; sleep 300", "timeout_seconds": 1})
+			if !strings.Contains(res, "exit_code: 124") || meta["timed_out"] != true || time.Since(start) > time.Minute { // a hang guard
 				t.Fatalf("timeout: %q %v after %s", res, meta, time.Since(start))
 			}
 
 			// A background command outlives its call, keeps running across calls, and its exit code is
 			// recorded by the helper's supervisor (in bubblewrap, the sandbox's exec server reaps it).
-			res, meta = e.call(runID, "shell", map[string]any{"command": "sleep 1; echo bg-done; exit 3", "background": true})
+			// It ends once the test releases it, after the two calls that see it running.
+			res, meta = e.call(runID, "shell", map[string]any{"command": "while [ ! -e bg-release ]; do sleep 0.02; done; echo bg-done; exit 3", "background": true})
 			bgID, _ := meta["background_id"].(string)
 			if bgID == "" || meta["state"] != "running" {
 				t.Fatalf("background start: %q %v", res, meta)
@@ -321,7 +322,10 @@ func TestCodeToolsEndToEnd(t *testing.T) {
 			if _, meta = e.call(runID, "shell_status", map[string]any{"id": bgID}); meta["state"] != "running" {
 				t.Fatalf("background status right after its start: %v", meta)
 			}
-			for i := 0; i < 100 && meta["state"] == "running"; i++ {
+			if err := os.WriteFile(filepath.Join(hostHome(p, agentID), "bg-release"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(time.Minute); meta["state"] == "running" && time.Now().Before(deadline); {
 				time.Sleep(100 * time.Millisecond)
 				res, meta = e.call(runID, "shell_status", map[string]any{"id": bgID})
 			}

@@ -24,9 +24,15 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// helperBin builds the real guilds-script-run into a folder the local sandbox serves as /usr/local/bin.
+// helperBin returns a folder holding the real guilds-script-run, which the local sandbox serves as
+// /usr/local/bin: $GUILDS_BIN_DIR when make build filled it, else a fresh build.
 func helperBin(t *testing.T) string {
 	t.Helper()
+	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "guilds-script-run")); err == nil {
+			return d
+		}
+	}
 	bin := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "guilds-script-run"), ".")
 	cmd.Dir = "../../../helpers/guilds-script-run"

@@ -10,6 +10,7 @@ import (
 
 // TestToolsMatchSpec: guilds-browser and its daemon run exactly the browser tools toolspec defines.
 func TestToolsMatchSpec(t *testing.T) {
+	t.Parallel()
 	want := toolspec.Names(toolspec.Browser)
 	slices.Sort(want)
 	if got := helper.Names(); !slices.Equal(got, want) {

@@ -24,6 +24,7 @@ func (s *sandbox) eval(t testing.TB, script string) string {
 
 // TestTools drives the eight tools through the real binary, daemon, Playwright and Chromium.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	cdp := needBrowser(t)
 	pages := pagesServer(t)
 	sb := newSandbox(t, cdp)
@@ -72,8 +73,7 @@ func TestTools(t *testing.T) {
 		sb.fails(t, "browser_click", map[string]string{"locator": "#css > selector"}, "neither a ref")
 		sb.fails(t, "browser_fill", map[string]string{"locator": "textbox \"Email\""}, "value is required")
 		sb.fails(t, "browser_type", map[string]string{"locator": "e1", "text": "x", "bogus": "y"}, "bogus")
-		// A disabled button is refused after the action timeout, saying why.
-		sb.fails(t, "browser_click", map[string]string{"locator": `button "Locked"`}, "Timeout 15000ms exceeded", "not enabled")
+		// A disabled button: TestClickDisabledTimesOut.
 	})
 
 	t.Run("stale ref refused", func(t *testing.T) {
@@ -147,12 +147,11 @@ func TestTools(t *testing.T) {
 			t.Fatalf("current page title %s", title)
 		}
 		sb.eval(t, "window.close(); return 1")
-		// The tab closes asynchronously; a snapshot racing it may still read it once.
-		for i := 0; i < 5; i++ {
+		// The tab closes asynchronously; a snapshot racing it may still read it.
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if got = sb.ok(t, "browser_snapshot", nil); strings.Contains(got, "Opener") {
 				break
 			}
-			time.Sleep(200 * time.Millisecond)
 		}
 		if !strings.Contains(got, "closed") || !strings.Contains(got, "Opener") {
 			t.Fatalf("after the tab closed, the opener should be current again:\n%s", got)
@@ -271,9 +270,25 @@ func TestTools(t *testing.T) {
 	})
 }
 
+// TestClickDisabledTimesOut: a click on a disabled button is refused after the 15 s action timeout,
+// saying why (part of TestTools/bad_locators before: alone, on its own Chromium, its wait runs
+// beside the other tests).
+func TestClickDisabledTimesOut(t *testing.T) {
+	t.Parallel()
+	cdp := ownBrowser(t)
+	pages := pagesServer(t)
+	sb := newSandbox(t, cdp)
+	if text := sb.ok(t, "browser_navigate", map[string]string{"url": pages.URL + "/form.html"}); !strings.Contains(text, "200 OK") {
+		t.Fatalf("navigate form.html: %q does not report 200 OK", text)
+	}
+	sb.ok(t, "browser_snapshot", nil)
+	sb.fails(t, "browser_click", map[string]string{"locator": `button "Locked"`}, "Timeout 15000ms exceeded", "not enabled")
+}
+
 // TestUnreachableCDP: a call with no Chromium at the endpoint says how to start one.
 func TestUnreachableCDP(t *testing.T) {
-	needBrowser(t)
+	t.Parallel()
+	browserInstalled(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +301,8 @@ func TestUnreachableCDP(t *testing.T) {
 
 // TestDaemonLifecycle: racing first calls start one daemon; it exits when quiet; the next call starts a new one.
 func TestDaemonLifecycle(t *testing.T) {
-	cdp := needBrowser(t)
+	t.Parallel()
+	cdp := ownBrowser(t)
 	sb := newSandbox(t, cdp, "GUILDS_BROWSER_IDLE=3s")
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
@@ -316,7 +332,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	if first == 0 || !alive(first) {
 		t.Fatalf("no daemon running after the calls (pid %d)", first)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a hang guard over the 3 s quiet period
 	for alive(first) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -336,6 +352,7 @@ func TestDaemonLifecycle(t *testing.T) {
 
 // TestInvocation covers the envelope contract without a browser.
 func TestInvocation(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, "http://127.0.0.1:9")
 	for _, tt := range []struct {
 		args []string

@@ -34,7 +34,9 @@ type mainM struct{ m *testing.M }
 // Run runs the tests, then stops the shared Chromium.
 func (w mainM) Run() int {
 	code := w.m.Run()
-	chrome.stop()
+	if shared.c != nil {
+		shared.c.stop()
+	}
 	return code
 }
 
@@ -44,19 +46,24 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// chromium is one headless Chromium on loopback, shared by the tests and stopped by PID.
+// chromium is one headless Chromium on loopback, stopped by PID.
 type chromium struct {
-	once    sync.Once
 	cmd     *exec.Cmd
 	profile string
 	url     string
-	err     error
 }
 
-var chrome chromium
+// shared is the Chromium most tests share, started by the first that needs it. Tests that run
+// beside the others (t.Parallel) start their own with ownBrowser: the daemons of two sandboxes on
+// one Chromium would share its first context's pages.
+var shared struct {
+	once sync.Once
+	c    *chromium
+	err  error
+}
 
-// needBrowser skips when chromium or node is genuinely missing, and returns the CDP URL.
-func needBrowser(t testing.TB) string {
+// browserInstalled skips when chromium, node or playwright-core is genuinely missing.
+func browserInstalled(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"chromium", "node"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -66,11 +73,30 @@ func needBrowser(t testing.TB) string {
 	if _, err := os.Stat(filepath.Join(playwrightDir(), "cli.js")); err != nil {
 		t.Skipf("playwright-core is not installed in %s (make setup installs it)", playwrightDir())
 	}
-	chrome.once.Do(chrome.start)
-	if chrome.err != nil {
-		t.Fatalf("start chromium: %v", chrome.err)
+}
+
+// needBrowser skips when chromium or node is genuinely missing, and returns the shared Chromium's
+// CDP URL.
+func needBrowser(t testing.TB) string {
+	t.Helper()
+	browserInstalled(t)
+	shared.once.Do(func() { shared.c, shared.err = startChromium() })
+	if shared.err != nil {
+		t.Fatalf("start chromium: %v", shared.err)
 	}
-	return chrome.url
+	return shared.c.url
+}
+
+// ownBrowser starts a Chromium for this test alone, stopped at its end, and returns its CDP URL.
+func ownBrowser(t testing.TB) string {
+	t.Helper()
+	browserInstalled(t)
+	c, err := startChromium()
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(c.stop)
+	return c.url
 }
 
 func playwrightDir() string {
@@ -86,23 +112,23 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (c *chromium) start() {
+// startChromium starts a headless Chromium on a free loopback port and waits for its DevTools.
+func startChromium() (*chromium, error) {
 	port, err := freePort()
 	if err != nil {
-		c.err = err
-		return
+		return nil, err
 	}
-	c.profile, err = os.MkdirTemp("", "guilds-browser-chromium-")
-	if err != nil {
-		c.err = err
-		return
+	c := &chromium{}
+	if c.profile, err = os.MkdirTemp("", "guilds-browser-chromium-"); err != nil {
+		return nil, err
 	}
 	c.cmd = exec.Command("chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+c.profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port="+strconv.Itoa(port), "about:blank")
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if c.err = c.cmd.Start(); c.err != nil {
-		return
+	if err := c.cmd.Start(); err != nil {
+		os.RemoveAll(c.profile)
+		return nil, err
 	}
 	c.url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
@@ -110,12 +136,12 @@ func (c *chromium) start() {
 		resp, err := http.Get(c.url + "/json/version")
 		if err == nil {
 			resp.Body.Close()
-			return
+			return c, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.err = errors.New("chromium did not open its DevTools port within 30 s")
 	c.stop()
+	return nil, errors.New("chromium did not open its DevTools port within 30 s")
 }
 
 func (c *chromium) stop() {
@@ -128,7 +154,7 @@ func (c *chromium) stop() {
 	go func() { c.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		syscall.Kill(-pid, syscall.SIGKILL)
 		<-done
 	}
@@ -168,8 +194,10 @@ func newSandbox(t testing.TB, cdpURL string, extra ...string) *sandbox {
 		"GUILDS_PLAYWRIGHT_DIR=" + playwrightDir(),
 		"GUILDS_BROWSER_IDLE=2m",
 	}, extra...)
-	if v := os.Getenv("PLAYWRIGHT_NODEJS_PATH"); v != "" {
-		s.env = append(s.env, "PLAYWRIGHT_NODEJS_PATH="+v)
+	for _, k := range []string{"PLAYWRIGHT_NODEJS_PATH", "GORACE"} { // GORACE: make's atexit_sleep_ms=0 for this -race binary's copies
+		if v := os.Getenv(k); v != "" {
+			s.env = append(s.env, k+"="+v)
+		}
 	}
 	t.Cleanup(func() { stopDaemon(t, s.run) })
 	return s
@@ -203,7 +231,7 @@ func stopDaemon(t testing.TB, run string) {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 100 && alive(pid); i++ {
+	for deadline := time.Now().Add(30 * time.Second); alive(pid) && time.Now().Before(deadline); { // a hang guard
 		time.Sleep(50 * time.Millisecond)
 	}
 	if alive(pid) {

@@ -18,6 +18,7 @@ import (
 // command line, with $WORK/home as GUILDS_HOME and $WORK/run as GUILDS_RUN_DIR; a daemon a
 // scenario starts is stopped by PID when it ends.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: *update,

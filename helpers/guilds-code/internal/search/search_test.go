@@ -101,7 +101,9 @@ func TestBudget(t *testing.T) {
 			}
 			start := time.Now()
 			r := tt.run(t, context.Background(), c, 300*time.Millisecond)
-			if took := time.Since(start); took > 10*time.Second {
+			// The text below says the budget stopped the search; this bound only turns a hang (on
+			// the named pipe, or parsing the big tree to its end) into a failure.
+			if took := time.Since(start); took > time.Minute {
 				t.Errorf("search took %v with a 300ms budget", took)
 			}
 			if r.Error != "" || r.Text != tt.want {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSplitRemoteURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ url, host, repo string }{
 		{"https://github.com/owner/name.git", "github.com", "owner/name"},
 		{"https://github.com/owner/name", "github.com", "owner/name"},
@@ -43,6 +44,7 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 func TestGHTokenFollowsTheWorkingDirectory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := filepath.Join(e.home, "repos", "app")
 	other := filepath.Join(e.home, "repos", "other")

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,60 +143,70 @@ func alive(marker string) []string {
 	return found
 }
 
+// hangGuard bounds a wait for something that normally takes well under a second: it only turns a
+// hang into a failure, far above what a loaded machine takes.
+const hangGuard = 30 * time.Second
+
+// waitGone waits (at most hangGuard) for every process whose command line holds marker to end.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
+	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if len(alive(marker)) == 0 {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("processes survived: %v", alive(marker))
 }
 
-// waitState polls shell_status until the command's state starts with prefix.
+// waitState polls shell_status (for at most hangGuard) until the command's state starts with prefix.
 func waitState(e *env, id, prefix string) envelope.Reply {
 	e.t.Helper()
 	var r envelope.Reply
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
 		r = e.call("shell_status", `{"id":"`+id+`"}`)
 		if s, _ := r.Meta["state"].(string); strings.HasPrefix(s, prefix) {
 			return r
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 	e.t.Fatalf("%s never reached %q: %+v", id, prefix, r)
 	return r
 }
 
+var markers atomic.Int64
+
+// marker is a number of seconds (over 400) no other test's sleep uses: processes sleeping it are
+// this test's.
 func marker(t *testing.T) string {
-	return fmt.Sprintf("%d.%d", 400+len(t.Name())%50, os.Getpid()%100000)
+	return fmt.Sprintf("%d.%d", 400+markers.Add(1), os.Getpid()%100000)
 }
 
 func TestTimeoutLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := marker(t)
 	cmd := fmt.Sprintf(`echo start; sleep %[1]s1 & (sleep %[1]s2 &) ; setsid sleep %[1]s3 & (setsid bash -c "sleep %[1]s4" &); trap "" TERM; sleep %[1]s5`, m)
 	start := time.Now()
-	r := e.call("shell", fmt.Sprintf(`{"command":%q,"timeout_seconds":1}`, cmd))
+	// 5 s: time for bash to print and start its children on a loaded machine before the timeout.
+	r := e.call("shell", fmt.Sprintf(`{"command":%q,"timeout_seconds":5}`, cmd))
 	if r.Failed() || r.Meta["exit_code"] != 124 || r.Meta["timed_out"] != true {
 		t.Fatalf("reply %+v, want a timeout with exit_code 124", r)
 	}
 	if !strings.HasPrefix(r.Text, "start\n") || !strings.HasSuffix(r.Text, "exit_code: 124") {
 		t.Fatalf("text %q", r.Text)
 	}
-	if el := time.Since(start); el > 6*time.Second {
+	if el := time.Since(start); el > hangGuard { // the command would sleep over 400 s
 		t.Fatalf("took %v", el)
 	}
 	waitGone(t, m)
 }
 
 func TestForegroundLeftoversAreStopped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := marker(t)
 	start := time.Now()
 	r := e.call("shell", fmt.Sprintf(`{"command":"sleep %[1]s1 & setsid sleep %[1]s2 & nohup sleep %[1]s3 >/dev/null 2>&1 & echo done"}`, m))
-	if el := time.Since(start); el > 4*time.Second {
+	if el := time.Since(start); el > hangGuard { // the children would sleep over 400 s
 		t.Fatalf("the call hung %v on the children it left", el)
 	}
 	if r.Meta["exit_code"] != 0 || !strings.Contains(r.Text, "stopped 3 processes the command left running") || !strings.Contains(r.Text, "background: true") {
@@ -205,6 +216,7 @@ func TestForegroundLeftoversAreStopped(t *testing.T) {
 }
 
 func TestCwdTracking(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	steps := []struct {
 		command, wantCwd, wantText string
@@ -234,6 +246,7 @@ func TestCwdTracking(t *testing.T) {
 }
 
 func TestBackgroundNumbersAcrossHelpers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const n = 6
 	ids := make([]string, n)
@@ -268,18 +281,21 @@ func TestBackgroundNumbersAcrossHelpers(t *testing.T) {
 }
 
 func TestBackgroundExitRecordedAfterStarterExits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	start := time.Now()
-	r := e.helper("shell", `{"command":"sleep 1; echo finished; exit 7","background":true}`, "c1")
-	if time.Since(start) > 900*time.Millisecond {
-		t.Skipf("the machine is too slow to tell the starter from the command (%v)", time.Since(start))
-	}
+	// The command ends only once the test releases it, after the starting helper has exited.
+	release := filepath.Join(e.home, "release")
+	cmd, _ := json.Marshal(fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; echo finished; exit 7", release))
+	r := e.helper("shell", `{"command":`+string(cmd)+`,"background":true}`, "c1")
 	if r.Meta["state"] != "running" {
 		t.Fatalf("reply %+v", r)
 	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// The starting helper has exited; a later helper process sees the exit code.
 	var st envelope.Reply
-	for i := 0; i < 150; i++ {
+	for i, deadline := 0, time.Now().Add(hangGuard); time.Now().Before(deadline); i++ {
 		st = e.helper("shell_status", `{"id":"b1"}`, "s"+strconv.Itoa(i))
 		if st.Meta["state"] != "running" {
 			break
@@ -292,6 +308,7 @@ func TestBackgroundExitRecordedAfterStarterExits(t *testing.T) {
 }
 
 func TestStopEndsTheGroup(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m := marker(t)
 	r := e.call("shell", fmt.Sprintf(`{"command":"sleep %[1]s1 & setsid sleep %[1]s2 & trap '' TERM; echo up; sleep %[1]s3","background":true}`, m))
@@ -299,7 +316,7 @@ func TestStopEndsTheGroup(t *testing.T) {
 	if id != "b1" {
 		t.Fatalf("reply %+v", r)
 	}
-	for i := 0; i < 100 && len(alive(m)) < 3; i++ {
+	for deadline := time.Now().Add(hangGuard); len(alive(m)) < 3 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	start := time.Now()
@@ -308,8 +325,8 @@ func TestStopEndsTheGroup(t *testing.T) {
 	if st.Meta["state"] != "stopped" || st.Meta["background_id"] != "b1" {
 		t.Fatalf("stop: %+v", st)
 	}
-	// The shell ignores SIGTERM, so it takes the SIGKILL 2 s later.
-	if el < 1500*time.Millisecond || el > 6*time.Second {
+	// The shell ignores SIGTERM, so it takes the SIGKILL 2 s later (its sleep would last over 400 s).
+	if el < 1500*time.Millisecond || el > hangGuard {
 		t.Fatalf("stop took %v; want SIGKILL about 2 s after SIGTERM", el)
 	}
 	waitGone(t, m)
@@ -320,6 +337,7 @@ func TestStopEndsTheGroup(t *testing.T) {
 }
 
 func TestStatusOfLongLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.call("shell", `{"command":"seq 1 100000","background":true}`)
 	r := waitState(e, "b1", "exited")
@@ -333,6 +351,7 @@ func TestStatusOfLongLog(t *testing.T) {
 }
 
 func TestParseID(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int{"b1": 1, "b42": 42, "b999999999": 999999999} {
 		if n, ok := parseID(s); !ok || n != want {
 			t.Errorf("parseID(%q) = %d, %v", s, n, ok)
@@ -346,6 +365,7 @@ func TestParseID(t *testing.T) {
 }
 
 func TestBashEnvFileIsSharedAndRepaired(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p, err := bashEnvFile(dir)
 	if err != nil {
@@ -376,6 +396,7 @@ func TestUserBashEnvStillSourced(t *testing.T) {
 }
 
 func TestUnwritableRunDirStillTracksCwd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.runDir = filepath.Join(e.home, "not-a-dir")
 	if err := os.WriteFile(e.runDir, nil, 0o644); err != nil {
@@ -388,6 +409,7 @@ func TestUnwritableRunDirStillTracksCwd(t *testing.T) {
 }
 
 func TestBackgroundRunsInItsOwnSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.call("shell", `{"command":"echo \"$$ $(cut -d' ' -f6 /proc/$$/stat)\"","background":true}`)
 	r := waitState(e, "b1", "exited 0")

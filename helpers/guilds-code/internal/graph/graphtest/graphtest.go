@@ -61,11 +61,13 @@ func CopyTree(t testing.TB, src, dst string) {
 var (
 	workerOnce sync.Once
 	workerBins map[string]string
+	workerDir  string // the temporary folder WorkerBin built into
 	workerErr  error
 )
 
 // WorkerBin builds guilds-code-parse (and the crashing variant) once per test binary into a temporary
-// folder with the current sources; GOCACHE keeps it to a link. name is "guilds-code-parse" or "crashparse".
+// folder with the current sources; GOCACHE keeps it to a link. Under make, guilds-code-parse is the
+// one make build just wrote to $GUILDS_BIN_DIR. name is "guilds-code-parse" or "crashparse".
 func WorkerBin(t testing.TB, name string) string {
 	t.Helper()
 	workerOnce.Do(func() {
@@ -75,20 +77,34 @@ func WorkerBin(t testing.TB, name string) string {
 			return
 		}
 		workerBins = map[string]string{}
-		for n, pkg := range map[string]string{
+		pkgs := map[string]string{
 			worker.ParserName: filepath.Join(here, "..", "..", "..", "cmd", "guilds-code-parse"),
 			"crashparse":      filepath.Join(here, "testdata", "crashparse"),
-		} {
-			out := filepath.Join(dir, n)
-			cmd := exec.Command("go", "build", "-o", out, ".")
-			cmd.Dir = pkg
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				workerErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-				return
-			}
-			workerBins[n] = out
 		}
+		if bin := filepath.Join(os.Getenv("GUILDS_BIN_DIR"), worker.ParserName); os.Getenv("GUILDS_BIN_DIR") != "" && isFile(bin) {
+			workerBins[worker.ParserName] = bin
+			delete(pkgs, worker.ParserName)
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for n, pkg := range pkgs { // two links side by side
+			wg.Go(func() {
+				out := filepath.Join(dir, n)
+				cmd := exec.Command("go", "build", "-o", out, ".")
+				cmd.Dir = pkg
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+				b, err := cmd.CombinedOutput()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					workerErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+					return
+				}
+				workerBins[n] = out
+			})
+		}
+		wg.Wait()
+		workerDir = dir
 	})
 	if workerErr != nil {
 		t.Fatal(workerErr)
@@ -96,11 +112,16 @@ func WorkerBin(t testing.TB, name string) string {
 	return workerBins[name]
 }
 
+// isFile reports whether p is a regular file.
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // RemoveWorkerBins removes what WorkerBin built; a TestMain calls it after the tests.
 func RemoveWorkerBins() {
-	for _, b := range workerBins {
-		os.RemoveAll(filepath.Dir(b))
-		break
+	if workerDir != "" {
+		os.RemoveAll(workerDir)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestWorkerGarbage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unknown frame") {
 		t.Fatalf("garbage from the parser: %v", err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > time.Minute { // a hang guard: the worker is stopped at its first answer
 		t.Fatalf("took %s", d)
 	}
 }
@@ -85,7 +85,9 @@ func TestWorkerStopHandsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 6*time.Second {
+	// A worker that ignored the stop would be killed 2 s later with its records (the extras below)
+	// unsent; a stuck one would hold Open forever: this bound is only a hang guard.
+	if d := time.Since(start); d > time.Minute {
 		t.Errorf("took %s: the worker did not stop when asked", d)
 	}
 	if g.Missing != 1 || g.File("stall_me.go") != nil || len(g.Failed) != 0 {

@@ -143,8 +143,9 @@ func TestConcurrentSendsAcrossReplicas(t *testing.T) {
 	}
 }
 
-// TestSendsDoNotStarveThePool: 20 uses of one (chain, address) waiting their turn hold at most one
-// connection of a two-connection pool, so the orchestrator's other queries still run at once.
+// TestSendsDoNotStarveThePool: 20 uses of one (chain, address), one holding its turn and 19
+// waiting theirs, hold at most one connection of a two-connection pool, so the orchestrator's other
+// queries still run while they wait.
 func TestSendsDoNotStarveThePool(t *testing.T) {
 	_, dsn := pgtest.NewDBWithDSN(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -158,20 +159,29 @@ func TestSendsDoNotStarveThePool(t *testing.T) {
 	}
 	t.Cleanup(p.Close)
 	n := &walletpg.Nonces{Pool: p}
+	const addr = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
+	// One use holds its turn, and its transaction's connection, until the checks below are done;
+	// 19 more wait their turn behind it.
+	hold, entered := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = n.Use(context.Background(), 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(s *wallet.NonceState) (*wallet.NonceState, error) {
-				time.Sleep(20 * time.Millisecond) // a broadcast
-				return nil, nil
-			})
-		}()
+	wg.Go(func() {
+		_ = n.Use(context.Background(), 1, addr, func(*wallet.NonceState) (*wallet.NonceState, error) {
+			close(entered)
+			<-hold // a broadcast that takes its time
+			return nil, nil
+		})
+	})
+	<-entered
+	for range 19 {
+		wg.Go(func() {
+			_ = n.Use(context.Background(), 1, addr, func(*wallet.NonceState) (*wallet.NonceState, error) { return nil, nil })
+		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // they reach their wait (sooner or later: this only strengthens the check)
+	// The other queries run while the turn is held: uses that held a connection while waiting would
+	// leave them none until the holder ends, which it does only after them (a minute: a hang guard).
 	for range 5 {
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var one int
 		err := p.QueryRow(ctx, "SELECT 1").Scan(&one)
 		cancel()
@@ -179,20 +189,12 @@ func TestSendsDoNotStarveThePool(t *testing.T) {
 			t.Fatalf("another query waited behind the sends: %v", err)
 		}
 	}
-	wg.Wait()
 	// A use whose context ends while it waits its turn gives up with the context's error.
-	hold := make(chan struct{})
-	go func() {
-		_ = n.Use(context.Background(), 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(*wallet.NonceState) (*wallet.NonceState, error) {
-			<-hold
-			return nil, nil
-		})
-	}()
-	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if err := n.Use(ctx, 1, "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", func(*wallet.NonceState) (*wallet.NonceState, error) { return nil, nil }); err == nil || !strings.Contains(err.Error(), "deadline") {
+	if err := n.Use(ctx, 1, addr, func(*wallet.NonceState) (*wallet.NonceState, error) { return nil, nil }); err == nil || !strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("waiting past the deadline: %v", err)
 	}
 	close(hold)
+	wg.Wait()
 }
