@@ -1,4 +1,4 @@
-package adapters_test
+package coingecko_test
 
 import (
 	"fmt"
