@@ -34,7 +34,7 @@ var openapiDoc []byte
 // Server holds what the handlers need; cmd sets the fields before New. A service left nil makes
 // its routes answer 500 naming what is not configured.
 type Server struct {
-	Scopes     orchestrator.ScopeStore
+	Scopes     ScopeStore
 	Runs       RunService     // runs and their tool calls
 	Bindings   CatalogService // catalog, connections, bindings and access views
 	Artifacts  ArtifactStore  // collections, records, notes and memory

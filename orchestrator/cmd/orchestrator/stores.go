@@ -8,6 +8,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
 	"github.com/guildsai/guilds/orchestrator/connectors/github"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/tools/group"
@@ -26,6 +27,9 @@ var (
 	_ orchestrator.ScopeStore     = (*postgres.Store)(nil)
 	_ orchestrator.RunStore       = (*postgres.Store)(nil)
 	_ orchestrator.ChainReader    = (*postgres.Store)(nil)
+	_ orchestrator.IdentityStore  = (*postgres.Store)(nil)
+	_ orchestrator.Placer         = (*postgres.Store)(nil)
+	_ identity.AuditStore         = (*postgres.Store)(nil)
 	_ runs.Store                  = (*postgres.Store)(nil)
 	_ bindings.Store              = (*postgres.Store)(nil)
 	_ lifecycle.Store             = (*postgres.Store)(nil)
@@ -33,7 +37,9 @@ var (
 	_ connections.OAuthStore      = (*postgres.Store)(nil)
 	_ connections.CredentialStore = (*postgres.Store)(nil)
 	_ github.Store                = (*postgres.Store)(nil)
+	_ httpapi.ScopeStore          = (*postgres.Store)(nil)
 	_ httpapi.ArtifactStore       = (*postgres.Store)(nil)
+	_ httpapi.AccountReader       = (*postgres.Store)(nil)
 	_ httpapi.PlatformStore       = (*postgres.Store)(nil)
 	_ notes.Store                 = (*postgres.Store)(nil)
 	_ records.Store               = (*postgres.Store)(nil)
@@ -44,4 +50,5 @@ var (
 	_ scripts.Store               = (*postgres.Store)(nil)
 	_ secrets.Store               = (*postgres.Store)(nil)
 	_ wallet.Nonces               = (*postgres.WalletNonces)(nil)
+	_ identity.Changes            = postgres.Listener{}
 )
