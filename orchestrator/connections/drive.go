@@ -43,8 +43,8 @@ type DriveCall struct {
 	Run          *orchestrator.Run // nil for the operator's test call
 }
 
-// DriveAPI is the seam of the Drive confinement (connectors/google implements it): the picker's
-// listing, a folder check, and the confined calls. Errors are one line and name no token.
+// DriveAPI is the seam of the Drive confinement (connectors/adapters/drive implements it): the
+// picker's listing, a folder check, and the confined calls. Errors are one line and name no token.
 type DriveAPI interface {
 	// Folders lists the folders under parent ("" lists My Drive, Shared with me and the shared drives).
 	Folders(ctx context.Context, srv orchestrator.MCPServer, b Bearer, parent string) ([]DriveFolder, error)

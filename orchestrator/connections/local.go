@@ -10,7 +10,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
-// LocalAdapters is the seam of the local API adapters (cmd fills it from connectors/adapters):
+// LocalAdapters is the seam of the local API adapters (connectors/adapters.Local implements it):
 // the Connect check, a curated tool's call, and Pinned prices' coin picker, list check and quote.
 // Error texts are one line naming the provider, never a credential; an error whose
 // orchestrator.ErrorCode is EUPSTREAM says the provider is down rather than that it refused.

@@ -351,12 +351,15 @@ func StateHash(state string) []byte {
 // StaticBearer sends one token: the listing a callback makes before anything is stored.
 type StaticBearer string
 
+// Header sends the one token.
 func (b StaticBearer) Header(context.Context) (http.Header, error) {
 	return http.Header{"Authorization": []string{"Bearer " + string(b)}}, nil
 }
 
+// Rejected cannot renew: the token was just issued.
 func (b StaticBearer) Rejected(context.Context) error {
 	return errors.New("the server refused the access token it just issued")
 }
 
+// Renewed lists the one token, which no run's redaction set holds yet.
 func (b StaticBearer) Renewed() []string { return []string{string(b)} }

@@ -36,6 +36,7 @@ type Log struct {
 	b  bytes.Buffer
 }
 
+// Write appends p.
 func (l *Log) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
 
 // String returns what was logged so far.
