@@ -29,6 +29,7 @@ var (
 	_ orchestrator.ChainReader    = (*postgres.Store)(nil)
 	_ orchestrator.IdentityStore  = (*postgres.Store)(nil)
 	_ orchestrator.Placer         = (*postgres.Store)(nil)
+	_ orchestrator.OIDCStateStore = (*postgres.Store)(nil)
 	_ identity.AuditStore         = (*postgres.Store)(nil)
 	_ runs.Store                  = (*postgres.Store)(nil)
 	_ bindings.Store              = (*postgres.Store)(nil)
