@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -166,6 +168,11 @@ type ListedTool struct {
 	DefaultOff    bool            `json:"-"` // written Off at the connection owner on first appearance
 }
 
+// Owner is the chain of the connection's owner.
+func (c Connection) Owner() Chain {
+	return Chain{Scope: c.Scope, OrgID: c.OrgID, GuildID: c.GuildID, AgentID: c.AgentID}
+}
+
 // Binding is one row: at this scope, this catalog item is on or off (and for mcp, through which login).
 type Binding struct {
 	Scope        string    `json:"scope"`
@@ -212,6 +219,30 @@ func (c Chain) Contains(scope, id string) bool {
 		return c.AgentID != "" && c.AgentID == id
 	}
 	return false
+}
+
+// ChainReader places a scope by its id; postgres.Store implements it.
+type ChainReader interface {
+	// ScopeChain places a scope: its organisation, guild and agent. A missing one is ENOTFOUND.
+	ScopeChain(ctx context.Context, scope, id string) (Chain, error)
+}
+
+// PlaceScope places a scope the API names, checking the scope and, for the platform, that no id
+// is given.
+func PlaceScope(ctx context.Context, r ChainReader, scope, id string) (Chain, error) {
+	if !slices.Contains(Scopes, scope) {
+		return Chain{}, Errorf(EINVALID, "scope must be one of %s, got %q", strings.Join(Scopes, ", "), scope)
+	}
+	if scope == ScopePlatform {
+		if id != "" {
+			return Chain{}, Errorf(EINVALID, "scope_id must be empty for the platform scope, got %q", id)
+		}
+		return Chain{Scope: ScopePlatform}, nil
+	}
+	if !ValidID(id) {
+		return Chain{}, Errorf(EINVALID, "scope_id must be the id of the %s, got %q", scope, id)
+	}
+	return r.ScopeChain(ctx, scope, id)
 }
 
 // NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, lower-cased, each

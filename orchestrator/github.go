@@ -2,6 +2,19 @@ package orchestrator
 
 import "time"
 
+// GitHubAppEnv is the box's GitHub App as its variables give it, unchecked: connectors/github
+// parses the key and the URLs and says what is missing.
+type GitHubAppEnv struct {
+	AppID        string // GITHUB_APP_ID
+	Slug         string // GITHUB_APP_SLUG
+	PrivateKey   string // GITHUB_APP_PRIVATE_KEY (PEM, with real newlines or \n escapes)
+	ClientID     string // GITHUB_APP_CLIENT_ID
+	ClientSecret string // GITHUB_APP_CLIENT_SECRET
+	APIURL       string // GITHUB_API_URL ("": https://api.github.com)
+	WebURL       string // GITHUB_WEB_URL ("": https://github.com)
+	CAFile       string // GITHUB_CA_FILE: a PEM CA trusted for GitHub
+}
+
 // GitHubRepo is one repository a GitHub login picked, by GitHub's id (which a rename keeps).
 type GitHubRepo struct {
 	GitHubID      int64  `json:"github_id"`

@@ -18,9 +18,10 @@ import (
 )
 
 // The layering of the orchestrator module is the table in README.md's Layout section: each package
-// stands on one floor (floor) and imports only what its floor's rule allows (arrow). `go list`
-// reports a package's imports without its _test.go files, so tests are exempt. A package on no
-// floor fails too, so a new directory gets its place in the rule before it lands.
+// stands on one floor (floor) and imports only what its floor's rule allows (arrow), and the outside
+// libraries that belong to one floor are imported only there (library). `go list` reports a
+// package's imports without its _test.go files, so tests are exempt. A package on no floor fails
+// too, so a new directory gets its place in the rule before it lands.
 
 // modulePath is the import path of the orchestrator module.
 const modulePath = "github.com/guildsai/guilds/orchestrator"
@@ -108,6 +109,8 @@ func floor(r string) string {
 		return "core"
 	case "identity":
 		return "identity"
+	case "connections":
+		return "connections"
 	case "sandbox":
 		return "sandbox"
 	case "postgres":
@@ -171,7 +174,7 @@ func arrow(from, to string) string {
 	case "":
 		return "" // reported as a package on no floor
 	}
-	low := tf == "root" || tf == "rules" || tf == "identity" || tf == "core" || tf == "sandbox"
+	low := tf == "root" || tf == "rules" || tf == "identity" || tf == "core" || tf == "sandbox" || tf == "connections"
 	switch ff {
 	case "root":
 		return "the root package imports nothing of the module: move what it needs into the root"
@@ -181,20 +184,25 @@ func arrow(from, to string) string {
 		}
 		return "registry, pipeline, sealed and integrations are rules over the root types and import only the root"
 	case "config":
-		if tf == "root" || under(to, "sealed") || ff == tf {
+		if tf == "root" || under(to, "sealed") || under(to, "integrations") || tf == "sandbox" || ff == tf {
 			return ""
 		}
-		return "config imports only the root and sealed"
+		return "config imports only the root, sealed, integrations and sandbox: it parses the variables into their types"
 	case "identity":
 		if tf == "root" || tf == "rules" || tf == "identity" {
 			return ""
 		}
 		return "identity decides who is calling from the root types: it imports only the root and the rules"
+	case "connections":
+		if tf == "root" || tf == "rules" || tf == "connections" || under(to, "catalog") {
+			return ""
+		}
+		return "connections imports only the root, the rules, catalog and its own packages: a login's life knows no run, binding, sandbox or connector; declare the seam it needs (as MCPClient, LocalAdapters, DriveAPI) and let cmd pass the part"
 	case "core":
 		if low {
 			return ""
 		}
-		return "runs, bindings and catalog import only the root, the rules, identity, each other and sandbox"
+		return "runs, bindings and catalog import only the root, the rules, identity, connections, each other and sandbox"
 	case "sandbox":
 		if tf == "root" || tf == "sandbox" {
 			return ""
@@ -209,12 +217,12 @@ func arrow(from, to string) string {
 		if low || tf == "httpapi" {
 			return ""
 		}
-		return "httpapi imports only the root, the rules, and data types of core and sandbox"
+		return "httpapi imports only the root, the rules, and data types of identity, core, connections and sandbox"
 	case "tool floor":
 		if low {
 			return ""
 		}
-		return "the tools floor imports only the root, the rules, core and sandbox"
+		return "the tools floor imports only the root, the rules, identity, connections, core and sandbox"
 	case "connector floor", "unit":
 		if low || to == "tools" || (tf == "connector floor" && strings.HasPrefix(from, to+"/")) {
 			return ""
@@ -222,7 +230,38 @@ func arrow(from, to string) string {
 		if tf == "tool floor" || tf == "connector floor" {
 			return "a tool family or connector imports only the floors above it (orchestrator/tools, and connectors, connectors/adapters for a connector)"
 		}
-		return "a tool family or connector imports only the root, the rules, core, sandbox and its floors"
+		return "a tool family or connector imports only the root, the rules, identity, connections, core, sandbox and its floors"
+	}
+	return ""
+}
+
+// libraries are the outside libraries only some packages may import: the import path (a module
+// and its packages), the packages of the module that may (each with what lies under it), and the
+// rule a violation names.
+var libraries = []struct {
+	path    string
+	allowed []string
+	rule    string
+}{
+	{"github.com/jackc/pgx", []string{"postgres", "cmd"},
+		"pgx only in postgres/... and cmd/...: declare the interface you need (its types in the root) and let postgres implement it"},
+	{"github.com/gofiber/fiber", []string{"httpapi", "webapp", "cmd"},
+		"fiber only in httpapi/..., webapp/... (the operator app) and cmd/...: reach the service through an interface httpapi declares, and keep HTTP out of the rest"},
+}
+
+// library checks one import of an outside package by a package of the module and names the rule
+// it breaks; "" when none.
+func library(from, path string) string {
+	for _, l := range libraries {
+		if path != l.path && !strings.HasPrefix(path, l.path+"/") {
+			continue
+		}
+		for _, a := range l.allowed {
+			if under(from, a) {
+				return ""
+			}
+		}
+		return l.rule
 	}
 	return ""
 }
@@ -248,6 +287,9 @@ func TestLayering(t *testing.T) {
 		for _, imp := range p.Imports {
 			to, ok := rel(imp)
 			if !ok {
+				if why := library(from, imp); why != "" {
+					t.Errorf("%s imports %s (%s): %s", name(from), imp, strings.Join(importers(t, p, imp), ", "), why)
+				}
 				continue
 			}
 			why := arrow(from, to)
@@ -336,6 +378,27 @@ func TestLayeringRule(t *testing.T) {
 		{"httpapi", "tools", false},
 		{"httpapi", "tools/secrets", false},
 		{"httpapi", "connectors/mcp", false},
+		{"config", "integrations", true},
+		{"config", "sandbox", true},
+		{"config", "runs", false},
+		{"connections", "", true},
+		{"connections", "catalog", true},
+		{"connections", "registry", true},
+		{"connections/lifecycle", "connections", true},
+		{"connections", "bindings", false},
+		{"connections", "runs", false},
+		{"connections", "sandbox", false},
+		{"connections", "postgres", false},
+		{"connections", "connectors/mcp", false},
+		{"connections", "httpapi", false},
+		{"bindings", "connections", true},
+		{"runs", "connections/lifecycle", true},
+		{"httpapi", "connections", true},
+		{"connectors/adapters", "connections", true},
+		{"connectors/mcp", "connections", true},
+		{"tools", "connections", true},
+		{"postgres", "connections", false},
+		{"sandbox", "connections", false},
 		{"cmd/orchestrator", "postgres", true},
 		{"cmd/orchestrator", "tools/code", true},
 		{"cmd/orchestrator", "connectors/mcp", true},
@@ -346,13 +409,39 @@ func TestLayeringRule(t *testing.T) {
 		}
 	}
 	for _, r := range []string{"", "registry", "config", "runs", "sandbox/seccomp", "postgres/pgtest", "httpapi", "tools", "tools/code",
-		"connectors", "connectors/adapters", "connectors/mcp", "connectors/adapters/coingecko", "cmd/orchestrator"} {
+		"connections", "connections/lifecycle", "connectors", "connectors/adapters", "connectors/mcp", "connectors/adapters/coingecko", "cmd/orchestrator"} {
 		if floor(r) == "" {
 			t.Errorf("%s is on no floor", name(r))
 		}
 	}
 	if floor("widgets") != "" {
 		t.Error("an unknown directory is on a floor")
+	}
+	for _, tc := range []struct {
+		from, path string
+		ok         bool
+	}{
+		{"postgres", "github.com/jackc/pgx/v5/pgxpool", true},
+		{"postgres/pgtest", "github.com/jackc/pgx/v5", true},
+		{"cmd/orchestrator", "github.com/jackc/pgx/v5/pgxpool", true},
+		{"cmd/orchestrator/wire", "github.com/jackc/pgx/v5/pgxpool", true},
+		{"tools/notes", "github.com/jackc/pgx/v5/pgxpool", false},
+		{"connectors/adapters/wallet", "github.com/jackc/pgx/v5", false},
+		{"runs", "github.com/jackc/pgx/v5/pgconn", false},
+		{"", "github.com/jackc/pgx/v5", false},
+		{"httpapi", "github.com/gofiber/fiber/v2", true},
+		{"httpapi", "github.com/gofiber/fiber/v2/middleware/adaptor", true},
+		{"webapp", "github.com/gofiber/fiber/v2", true},
+		{"cmd/orchestrator/wire", "github.com/gofiber/fiber/v2", true},
+		{"runs", "github.com/gofiber/fiber/v2", false},
+		{"connections/lifecycle", "github.com/gofiber/fiber/v2", false},
+		{"postgres", "github.com/gofiber/fiber/v2", false},
+		{"runs", "github.com/jackc/pgxlisten", true}, // another module, whose path only starts the same
+		{"runs", "golang.org/x/sync/singleflight", true},
+	} {
+		if why := library(tc.from, tc.path); (why == "") != tc.ok {
+			t.Errorf("%s → %s: allowed %v, want %v (%s)", name(tc.from), tc.path, why == "", tc.ok, why)
+		}
 	}
 }
 
@@ -395,9 +484,10 @@ func importers(t *testing.T, p listed, path string) []string {
 	return out
 }
 
-// checkDataTypesOnly fails when an httpapi file names anything of a core or sandbox package but a
-// data type or a constant: no function, variable, interface or service (a type with a method
-// taking a context), since httpapi reaches the services through interfaces it declares.
+// checkDataTypesOnly fails when an httpapi file names anything of an identity, core, connections
+// or sandbox package but a data type or a constant: no function, variable, interface or service (a
+// type with a method taking a context), since httpapi reaches the services through interfaces it
+// declares.
 func checkDataTypesOnly(t *testing.T, p listed, byPath map[string]listed) {
 	t.Helper()
 	for f, af := range parseFiles(t, p, 0) {
@@ -405,7 +495,7 @@ func checkDataTypesOnly(t *testing.T, p listed, byPath map[string]listed) {
 		for _, is := range af.Imports {
 			path, _ := strconv.Unquote(is.Path.Value)
 			r, ok := rel(path)
-			if !ok || (floor(r) != "core" && floor(r) != "sandbox" && floor(r) != "identity") {
+			if !ok || (floor(r) != "core" && floor(r) != "connections" && floor(r) != "sandbox" && floor(r) != "identity") {
 				continue
 			}
 			n := filepath.Base(path)

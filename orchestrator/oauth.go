@@ -43,6 +43,10 @@ type OAuthAuthorization struct {
 	Verifier string
 }
 
+// OAuthCallbackPath is where authorization servers (and the GitHub App's install and user
+// authorization) send the operator's browser back; PUBLIC_BASE_URL plus it is the callback URL.
+const OAuthCallbackPath = "/api/mcp/oauth/callback"
+
 // OAuthStateTTL is how long a browser login's state is accepted by the callback.
 const OAuthStateTTL = 10 * time.Minute
 

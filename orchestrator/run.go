@@ -67,11 +67,16 @@ type RunState struct {
 	Repositories []RepoClone `json:"repositories,omitempty"`
 }
 
+// Coin is one coin of Pinned prices: a picker's answer, or one a login pins.
+type Coin struct {
+	ID     string `json:"id"` // the provider's id (CoinGecko's, e.g. bitcoin)
+	Symbol string `json:"symbol"`
+	Name   string `json:"name"`
+}
+
 // PinnedPrice is one pinned coin's quote at run start.
 type PinnedPrice struct {
-	ID        string    `json:"id"`
-	Symbol    string    `json:"symbol"`
-	Name      string    `json:"name"`
+	Coin
 	USD       *float64  `json:"price_usd"`  // null when the provider did not quote it
 	Change24h *float64  `json:"change_24h"` // percent over 24 hours
 	QuotedAt  time.Time `json:"quoted_at"`
@@ -178,3 +183,24 @@ type NoRunSecrets struct{}
 
 // RunSecretValues returns no values.
 func (NoRunSecrets) RunSecretValues(context.Context, Run) ([]string, error) { return nil, nil }
+
+// JoinSecrets is a RunSecrets that yields the values of every source (nil sources are skipped).
+func JoinSecrets(sources ...RunSecrets) RunSecrets { return joinedSecrets(sources) }
+
+type joinedSecrets []RunSecrets
+
+// RunSecretValues concatenates the sources' values; the first error stops it.
+func (j joinedSecrets) RunSecretValues(ctx context.Context, run Run) ([]string, error) {
+	var out []string
+	for _, s := range j {
+		if s == nil {
+			continue
+		}
+		v, err := s.RunSecretValues(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}

@@ -77,7 +77,7 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 	out := Access{Scope: at.Scope, ScopeID: at.ID(), Native: []NativeAccess{}, Servers: []ServerAccess{}}
 	if at.Scope == orchestrator.ScopeAgent {
 		agent := orchestrator.Agent{ID: at.AgentID, GuildID: at.GuildID, OrgID: at.OrgID}
-		if a, ok := s.agent(ctx, at.AgentID); ok {
+		if a, err := s.Store.GetAgent(ctx, at.AgentID); err == nil {
 			agent = a
 		}
 		in.Agent, in.Config = agent, agent.Config
@@ -115,18 +115,6 @@ func (s *Service) Access(ctx context.Context, scope, id string) (Access, error) 
 		out.Servers = append(out.Servers, sa)
 	}
 	return out, nil
-}
-
-// agent reads the agent when the store can (the postgres store is also the scope store).
-func (s *Service) agent(ctx context.Context, id string) (orchestrator.Agent, bool) {
-	if ss, ok := s.Store.(interface {
-		GetAgent(context.Context, string) (orchestrator.Agent, error)
-	}); ok {
-		if a, err := ss.GetAgent(ctx, id); err == nil {
-			return a, true
-		}
-	}
-	return orchestrator.Agent{}, false
 }
 
 func nativeAccess(ix index, rules runs.DefaultOffer, in runs.OfferInput, t registry.Tool, binding bool) NativeAccess {
@@ -192,4 +180,22 @@ func serverAccess(ix index, res orchestrator.Resolution, srv orchestrator.MCPSer
 	}
 	sort.Slice(sa.Tools, func(i, j int) bool { return sa.Tools[i].Name < sa.Tools[j].Name })
 	return sa
+}
+
+// githubAccess fills GitHub's access view: the login the walk chose, its status and, when it
+// picked any, its repositories.
+func (s *Service) githubAccess(ctx context.Context, res orchestrator.Resolution, sa *ServerAccess) error {
+	conn, ok := res.Connections[sa.ConnectionID]
+	if !ok || s.GitHub == nil {
+		return nil
+	}
+	sa.ConnectionStatus = conn.Status
+	repos, err := s.GitHubRepositories(ctx, conn.ID)
+	if err != nil {
+		return err
+	}
+	if len(repos) > 0 {
+		sa.GitHubRepositories = repos
+	}
+	return nil
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/guildsai/guilds/shared/benchtest"
 	"testing"
 	"time"
+
+	"github.com/guildsai/guilds/shared/benchtest"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"

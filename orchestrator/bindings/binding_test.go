@@ -7,6 +7,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 )
 
 func ptr(b bool) *bool { return &b }
@@ -80,8 +82,8 @@ func TestPutBindingAccepts(t *testing.T) {
 	w.put("agent", "a1", "mcp", "coingecko", true, "")               // a server with published tools, no login
 	w.put("org", "o1", "native_tool", "note_write", false, "")       // a seed tool this box does not register
 	w.put("agent", "a1", "mcp", "notion", false, "")                 // turning off needs no tools
-	pinned, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey,
-		PinnedPrices: bindings.PinnedPrices{Coins: []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}})
+	pinned, err := w.svc.Connect(w.ctx, lifecycle.ConnectRequest{Server: "pinned_prices", Scope: "org", ScopeID: "o1", Credentials: cgKey,
+		PinnedPrices: connections.PinnedPrices{Coins: []orchestrator.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 		}
 		changed[i] = m
 	}
-	again := &bindings.Service{Store: w.store, Registry: w.reg, Manifests: changed}
+	again := &bindings.Service{Service: &lifecycle.Service{Store: w.store, Manifests: changed}, Store: w.store, Registry: w.reg}
 	if err := again.Seed(w.ctx); err != nil {
 		t.Fatal(err)
 	}

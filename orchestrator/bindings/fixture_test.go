@@ -11,6 +11,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -33,7 +35,7 @@ type world struct {
 	runs   *runs.Service
 	reg    *registry.Registry
 	box    *sealed.Box
-	env    map[string]string
+	env    integrations.Set
 	o1, o2 orchestrator.Org
 	g1, g2 orchestrator.Guild
 	g9     orchestrator.Guild
@@ -63,7 +65,7 @@ func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	w := &world{t: t, ctx: ctx, pool: pool, store: postgres.NewStore(pool), reg: nativeTools(t), env: map[string]string{}}
+	w := &world{t: t, ctx: ctx, pool: pool, store: postgres.NewStore(pool), reg: nativeTools(t), env: integrations.Set{}}
 	box, err := sealed.FromString(sealed.GenerateKey())
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +75,9 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	getenv := func(k string) string { return w.env[k] }
-	w.policy = &bindings.Policy{Store: w.store, Rules: runs.DefaultOffer{Getenv: getenv}}
-	w.svc = &bindings.Service{Store: w.store, Registry: w.reg, Manifests: manifests, Box: box, Policy: w.policy}
+	w.policy = &bindings.Policy{Store: w.store, Rules: runs.DefaultOffer{Integrations: w.env}}
+	w.svc = &bindings.Service{Service: &lifecycle.Service{Store: w.store, Manifests: manifests, Box: box, Integrations: w.env},
+		Store: w.store, Registry: w.reg, Policy: w.policy}
 	if err := w.svc.Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func newWorld(t testing.TB) *world {
 // connect is a token Connect that must succeed.
 func (w *world) connect(server, scope, id string, creds map[string]string) orchestrator.Connection {
 	w.t.Helper()
-	c, err := w.svc.Connect(w.ctx, bindings.ConnectRequest{Server: server, Scope: scope, ScopeID: id, Credentials: creds})
+	c, err := w.svc.Connect(w.ctx, lifecycle.ConnectRequest{Server: server, Scope: scope, ScopeID: id, Credentials: creds})
 	if err != nil {
 		w.t.Fatalf("connect %s at %s %s: %v", server, scope, id, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
@@ -20,8 +21,8 @@ import (
 // runs.MCPOfferPolicy, reading everything it needs in one database round trip.
 type Policy struct {
 	Store  Store
-	Rules  runs.DefaultOffer // the config-flag, run-kind and integration rules
-	Remote *Remote           // relists stale listings of connected remote logins at run start; nil never relists
+	Rules  runs.DefaultOffer   // the config-flag, run-kind and integration rules
+	Caller *connections.Caller // relists stale listings of connected remote logins at run start, quotes pinned prices; nil does neither
 	Log    *slog.Logger
 
 	mu       sync.Mutex
@@ -129,7 +130,7 @@ func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []r
 // whose stored list is stale (older than the TTL, or the server said it changed), and reports
 // whether any list was rewritten. A relist that fails keeps the stored list and logs.
 func (p *Policy) relist(ctx context.Context, ix index, res orchestrator.Resolution) bool {
-	if p.Remote == nil {
+	if p.Caller == nil {
 		return false
 	}
 	rewritten := false
@@ -143,11 +144,11 @@ func (p *Policy) relist(ctx context.Context, ix index, res orchestrator.Resoluti
 			conn.ServerKind != orchestrator.ServerRemote || conn.ServerAuth == orchestrator.AuthOAuth {
 			continue
 		}
-		stale, changed := p.Remote.Stale(conn.Connection)
+		stale, changed := p.Caller.Stale(conn.Connection)
 		if !stale {
 			continue
 		}
-		diff, err := p.Remote.Refresh(ctx, conn.ID, changed)
+		diff, err := p.Caller.Refresh(ctx, conn.ID, changed)
 		if err != nil {
 			p.log().Warn("MCP relist at run start failed; offering the stored list", "connection_id", conn.ID, "server", conn.Server, "err", err.Error())
 			continue

@@ -1,6 +1,7 @@
 // Package bindings decides who may call what: the resolution walk over platform, organisation,
-// guild and agent binding rows, per-tool overlays, connection visibility, token Connect, the binding
-// and catalog rules the API enforces, the access views, and the run offer policy built on them.
+// guild and agent binding rows, per-tool overlays, connection visibility, the binding rules the
+// API enforces, the access views, and the run offer policy built on them. A login's own life
+// (Connect, its tools, its calls) is the connections package's.
 package bindings
 
 import "github.com/guildsai/guilds/orchestrator"

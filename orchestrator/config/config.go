@@ -8,11 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/integrations"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/sealed"
 )
 
@@ -22,7 +26,9 @@ const (
 	DefaultDataDir = ".data"
 )
 
-// Config is what the orchestrator needs to start.
+// Config is what the orchestrator needs to start: every variable it reads, parsed into its type.
+// A duration or size left unset is 0, which each part reads as its own default (a sandbox's
+// workspace quota excepted: unset is sandbox.DefaultDisk, none is 0).
 type Config struct {
 	Listen      string // GUILDS_LISTEN
 	DatabaseURL string // DATABASE_URL; empty means the embedded local cluster under DataDir
@@ -31,18 +37,46 @@ type Config struct {
 	LogLevel    string // GUILDS_LOG_LEVEL: debug, info, warn or error
 	// SecretKey is GUILDS_SECRET_KEY: the AES-256-GCM key (sealed package) that encrypts stored
 	// credentials; empty means connections and stored secrets are unavailable.
-	SecretKey string
+	SecretKey     string
+	PublicBaseURL string // PUBLIC_BASE_URL without its trailing slash; "": the address a request came to
+	MetricsListen string // GUILDS_METRICS_LISTEN: a second address serving /metrics; "": none
 	// OIDC is single sign-on (GUILDS_OIDC_ISSUER, GUILDS_OIDC_CLIENT_ID, GUILDS_OIDC_CLIENT_SECRET):
 	// all three set, or none (off).
 	OIDC orchestrator.OIDCConfig
-	// Getenv reads any variable with the same precedence (environment, then .env); the
-	// integrations registry and the offer policy read through it.
-	Getenv func(string) string
+
+	MCPIdle    time.Duration // GUILDS_MCP_IDLE: an MCP session unused this long is closed
+	MCPListTTL time.Duration // GUILDS_MCP_LIST_TTL: a run start relists a login's tools older than this
+
+	Sandbox Sandbox // GUILDS_SANDBOX and GUILDS_SANDBOX_*, GUILDS_CHROMIUM_IDLE, GUILDS_BIN_DIR, GUILDS_TOOLS_DIR
+
+	TavilyKey     string // TAVILY_API_KEY: tavily_search's key
+	TavilyBaseURL string // TAVILY_BASE_URL: where Tavily is ("": its API)
+
+	GitHub             orchestrator.GitHubAppEnv // GITHUB_APP_*, GITHUB_API_URL, GITHUB_WEB_URL, GITHUB_CA_FILE
+	GoogleClientID     string                    // GMAIL_OAUTH_CLIENT_ID: the box's Google Cloud Web client, for Gmail and Drive
+	GoogleClientSecret string                    // GMAIL_OAUTH_CLIENT_SECRET
+
+	// Integrations is which of the integrations' variables are set (not blank).
+	Integrations integrations.Set
 }
 
-// Load reads the configuration. envFile is read when it exists ("" skips it); getenv is the
-// process environment (os.Getenv in production).
-func Load(getenv func(string) string, lookup func(string) (string, bool), envFile string) (Config, error) {
+// Sandbox is how the agents' sandboxes run.
+type Sandbox struct {
+	Kind         string         // GUILDS_SANDBOX: bubblewrap, local, or "" for bubblewrap where bwrap exists
+	BinDir       string         // GUILDS_BIN_DIR: the helpers; "": the folder holding the binary
+	ToolsDir     string         // GUILDS_TOOLS_DIR: the pinned engines
+	Network      string         // GUILDS_SANDBOX_NETWORK: user, none, or "" (user)
+	AllowNets    []netip.Prefix // GUILDS_SANDBOX_ALLOW_NETS: ranges the user-mode network may reach although private
+	Idle         time.Duration  // GUILDS_SANDBOX_IDLE: a bubblewrap sandbox without a call this long stops
+	ChromiumIdle time.Duration  // GUILDS_CHROMIUM_IDLE: an agent's Chromium without a browser call this long stops
+	Limits       sandbox.Limits // GUILDS_SANDBOX_PIDS, _CPU, _MEMORY, _TMP, _RUN and _DISK
+	UIDBase      uint32         // GUILDS_SANDBOX_UID_BASE: the first host id of the agents' range
+}
+
+// Load reads the configuration. envFile is read when it exists ("" skips it); lookup is the
+// process environment (os.LookupEnv in production), which wins over the file. A value that does
+// not parse is an error naming its variable.
+func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 	file := map[string]string{}
 	if envFile != "" {
 		data, err := os.ReadFile(envFile)
@@ -62,17 +96,31 @@ func Load(getenv func(string) string, lookup func(string) (string, bool), envFil
 		}
 		return file[k]
 	}
+	trimmed := func(k string) string { return strings.TrimSpace(get(k)) }
 	c := Config{
-		Listen:      or(get("GUILDS_LISTEN"), DefaultListen),
-		DatabaseURL: get("DATABASE_URL"),
-		DataDir:     or(get("GUILDS_DATA_DIR"), DefaultDataDir),
-		AdminToken:  get("GUILDS_ADMIN_TOKEN"),
-		LogLevel:    or(get("GUILDS_LOG_LEVEL"), "info"),
-		SecretKey:   get(sealed.KeyVar),
-		OIDC: orchestrator.OIDCConfig{Issuer: strings.TrimSpace(get("GUILDS_OIDC_ISSUER")), ClientID: strings.TrimSpace(get("GUILDS_OIDC_CLIENT_ID")),
+		Listen:        or(get("GUILDS_LISTEN"), DefaultListen),
+		DatabaseURL:   get("DATABASE_URL"),
+		DataDir:       or(get("GUILDS_DATA_DIR"), DefaultDataDir),
+		AdminToken:    get("GUILDS_ADMIN_TOKEN"),
+		LogLevel:      or(get("GUILDS_LOG_LEVEL"), "info"),
+		SecretKey:     get(sealed.KeyVar),
+		PublicBaseURL: strings.TrimRight(trimmed("PUBLIC_BASE_URL"), "/"),
+		MetricsListen: get("GUILDS_METRICS_LISTEN"),
+		OIDC: orchestrator.OIDCConfig{Issuer: trimmed("GUILDS_OIDC_ISSUER"), ClientID: trimmed("GUILDS_OIDC_CLIENT_ID"),
 			ClientSecret: get("GUILDS_OIDC_CLIENT_SECRET")},
-		Getenv: get,
+		TavilyKey:     trimmed("TAVILY_API_KEY"),
+		TavilyBaseURL: trimmed("TAVILY_BASE_URL"),
+		GitHub: orchestrator.GitHubAppEnv{AppID: get("GITHUB_APP_ID"), Slug: get("GITHUB_APP_SLUG"), PrivateKey: get("GITHUB_APP_PRIVATE_KEY"),
+			ClientID: get("GITHUB_APP_CLIENT_ID"), ClientSecret: get("GITHUB_APP_CLIENT_SECRET"),
+			APIURL: get("GITHUB_API_URL"), WebURL: get("GITHUB_WEB_URL"), CAFile: get("GITHUB_CA_FILE")},
+		GoogleClientID:     trimmed("GMAIL_OAUTH_CLIENT_ID"),
+		GoogleClientSecret: trimmed("GMAIL_OAUTH_CLIENT_SECRET"),
 	}
+	values := map[string]string{}
+	for _, v := range integrations.Variables() {
+		values[v] = get(v)
+	}
+	c.Integrations = integrations.SetOf(values)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -84,6 +132,16 @@ func Load(getenv func(string) string, lookup func(string) (string, bool), envFil
 		}
 	}
 	if err := checkOIDC(c.OIDC); err != nil {
+		return c, err
+	}
+	var err error
+	if c.MCPIdle, err = envDuration(get, "GUILDS_MCP_IDLE", 0); err != nil {
+		return c, err
+	}
+	if c.MCPListTTL, err = envDuration(get, "GUILDS_MCP_LIST_TTL", 0); err != nil {
+		return c, err
+	}
+	if c.Sandbox, err = loadSandbox(get); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -114,6 +172,19 @@ func checkOIDC(o orchestrator.OIDCConfig) error {
 		return fmt.Errorf("GUILDS_OIDC_ISSUER=%q: an issuer must be https (http only for a provider on this machine's loopback)", o.Issuer)
 	}
 	return nil
+}
+
+// envDuration reads a duration variable (a Go duration such as 90s or 10m), def when unset.
+func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", name, v)
+	}
+	return d, nil
 }
 
 func or(v, def string) string {

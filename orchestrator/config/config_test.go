@@ -1,10 +1,15 @@
 package config
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
 
 func TestParseDotenv(t *testing.T) {
@@ -60,24 +65,24 @@ func TestLoadEnvironmentWins(t *testing.T) {
 	}
 	env := map[string]string{"GUILDS_ADMIN_TOKEN": "env-token", "DATABASE_URL": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c, err := Load(func(k string) string { return env[k] }, lookup, envFile)
+	c, err := Load(lookup, envFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:9999" || c.AdminToken != "env-token" || c.DataDir != DefaultDataDir || c.DatabaseURL != "" {
 		t.Fatalf("config %+v", c)
 	}
-	if c.Getenv("TAVILY_API_KEY") != "from-file" {
-		t.Fatalf("Getenv does not see .env values")
+	if c.TavilyKey != "from-file" || !c.Integrations["TAVILY_API_KEY"] {
+		t.Fatalf("the typed fields do not see .env values: %+v", c)
 	}
-	c, err = Load(func(string) string { return "" }, func(string) (string, bool) { return "", false }, filepath.Join(dir, "missing"))
+	c, err = Load(func(string) (string, bool) { return "", false }, filepath.Join(dir, "missing"))
 	if err != nil || c.Listen != DefaultListen {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	if err := os.WriteFile(envFile, []byte("oops\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(nil, lookup, envFile); err == nil || !strings.Contains(err.Error(), ".env: line 1") {
+	if _, err := Load(lookup, envFile); err == nil || !strings.Contains(err.Error(), ".env: line 1") {
 		t.Fatalf("bad .env: %v", err)
 	}
 }
@@ -115,7 +120,7 @@ func TestLoadSecretKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := map[string]string{"GUILDS_SECRET_KEY": tt.key}
 			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-			c, err := Load(func(k string) string { return env[k] }, lookup, "")
+			c, err := Load(lookup, "")
 			if tt.ok != (err == nil) {
 				t.Fatalf("err=%v, want ok=%v", err, tt.ok)
 			}
@@ -154,7 +159,7 @@ func TestLoadOIDC(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := map[string]string{"GUILDS_OIDC_ISSUER": tt.issuer, "GUILDS_OIDC_CLIENT_ID": tt.client, "GUILDS_OIDC_CLIENT_SECRET": tt.scrt}
 			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-			c, err := Load(func(k string) string { return env[k] }, lookup, "")
+			c, err := Load(lookup, "")
 			if tt.err == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -168,5 +173,67 @@ func TestLoadOIDC(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %q and never the secret", err, tt.err)
 			}
 		})
+	}
+}
+
+// TestEnvDuration: the MCP durations take Go durations, default when unset, and refuse the rest.
+func TestEnvDuration(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", 10 * time.Minute, false},
+		{"90s", 90 * time.Second, false},
+		{"2h", 2 * time.Hour, false},
+		{"ten minutes", 0, true},
+		{"-1m", 0, true},
+		{"0s", 0, true},
+	} {
+		got, err := envDuration(func(string) string { return tc.value }, "GUILDS_MCP_IDLE", 10*time.Minute)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: got %v, %v", tc.value, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "GUILDS_MCP_IDLE") {
+			t.Errorf("%q: the error does not name the variable: %v", tc.value, err)
+		}
+	}
+}
+
+// TestLoadTyped: every variable the orchestrator reads arrives parsed (durations, sizes, counts,
+// the integrations' set), unset ones as their defaults, and a value that does not parse stops
+// Load naming its variable.
+func TestLoadTyped(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (Config, error) {
+		return Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "")
+	}
+	c, err := load(map[string]string{"GUILDS_MCP_IDLE": "90s", "GUILDS_MCP_LIST_TTL": "2m", "GUILDS_CHROMIUM_IDLE": "5m",
+		"GUILDS_SANDBOX_IDLE": "1h", "GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_MEMORY": "2GiB",
+		"GUILDS_SANDBOX_TMP": "8MiB", "GUILDS_SANDBOX_RUN": "2M", "GUILDS_SANDBOX_DISK": "none", "GUILDS_SANDBOX_UID_BASE": "2000000",
+		"GUILDS_SANDBOX_NETWORK": "none", "GUILDS_SANDBOX": "local", "PUBLIC_BASE_URL": " https://guilds.example/ ", "GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.0/16, fd00:1::/64",
+		"GMAIL_OAUTH_CLIENT_ID": "id", "GMAIL_OAUTH_CLIENT_SECRET": " ", "GITHUB_APP_ID": "12", "GUILDS_METRICS_LISTEN": "127.0.0.1:9090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sandbox{Kind: "local", Network: "none", Idle: time.Hour, ChromiumIdle: 5 * time.Minute, UIDBase: 2000000,
+		AllowNets: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/64")},
+		Limits:    sandbox.Limits{Pids: 300, CPUWeight: 50, Memory: 2 << 30, Tmp: 8 << 20, Run: 2 << 20, Disk: 0}}
+	if !reflect.DeepEqual(c.Sandbox, want) || c.MCPIdle != 90*time.Second || c.MCPListTTL != 2*time.Minute || c.PublicBaseURL != "https://guilds.example" ||
+		c.GoogleClientID != "id" || c.GitHub.AppID != "12" || c.MetricsListen != "127.0.0.1:9090" {
+		t.Fatalf("config %+v", c)
+	}
+	if !c.Integrations["GMAIL_OAUTH_CLIENT_ID"] || c.Integrations["GMAIL_OAUTH_CLIENT_SECRET"] || !c.Integrations["GITHUB_APP_ID"] {
+		t.Fatalf("integrations set %v: a blank variable is unset, the others set", c.Integrations)
+	}
+	if c, err := load(nil); err != nil || c.Sandbox.Limits != (sandbox.Limits{Disk: sandbox.DefaultDisk}) || c.MCPIdle != 0 || c.Sandbox.Idle != 0 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	for name, value := range map[string]string{"GUILDS_MCP_LIST_TTL": "soon", "GUILDS_CHROMIUM_IDLE": "-1s", "GUILDS_SANDBOX_PIDS": "3",
+		"GUILDS_SANDBOX_MEMORY": "lots", "GUILDS_SANDBOX_DISK": "1MiB", "GUILDS_SANDBOX_NETWORK": "wifi", "GUILDS_SANDBOX_UID_BASE": "7",
+		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.1/16"} {
+		if _, err := load(map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v, want an error naming it", name, value, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
@@ -263,7 +264,7 @@ func TestRunOffers(t *testing.T) {
 // /api/instance reports which variables are set, never their values.
 func TestIntegrationGatedOffer(t *testing.T) {
 	env := map[string]string{"TAVILY_API_KEY": "tvly-secret-value", "TYPESAFE_MODEL": "small"}
-	e := newEnv(t, func(k string) string { return env[k] })
+	e := newEnv(t, integrations.SetOf(env))
 	id := e.agent(nil)
 	run := e.must(201, "POST", "/api/agents/"+id+"/runs", map[string]any{"kind": "direct"})
 	if !slices.Contains(offered(run), "tavily_search") {

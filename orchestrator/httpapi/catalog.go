@@ -8,6 +8,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 )
 
 // catalogRoutes registers the catalog, connection, binding and access routes, and the run
@@ -38,16 +40,16 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 }
 
 // CatalogService is what the catalog, connection, binding and access routes read and change
-// (bindings.Service implements it).
+// (bindings.Service implements it, with the connections' lifecycle.Service it carries).
 type CatalogService interface {
 	ListServers(ctx context.Context, all bool) ([]orchestrator.MCPServer, error)
 	PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch) (orchestrator.MCPServer, error)
 	CreateServer(ctx context.Context, req catalog.CustomRequest) (orchestrator.MCPServer, error)
 	RefreshConnection(ctx context.Context, id string) (orchestrator.ListingDiff, error)
-	TestCall(ctx context.Context, id, name string, args json.RawMessage) (bindings.TestResult, error)
+	TestCall(ctx context.Context, id, name string, args json.RawMessage) (connections.TestResult, error)
 	PatchTool(ctx context.Context, slug, name string, p orchestrator.ToolPatch) (orchestrator.MCPServer, error)
-	ConnectLogin(ctx context.Context, req bindings.ConnectRequest) (bindings.Login, error)
-	OAuthCallback(ctx context.Context, q bindings.OAuthCallbackQuery) (orchestrator.Connection, error)
+	ConnectLogin(ctx context.Context, req lifecycle.ConnectRequest) (lifecycle.Login, error)
+	OAuthCallback(ctx context.Context, q lifecycle.OAuthCallbackQuery) (orchestrator.Connection, error)
 	ListConnections(ctx context.Context, scope, id string) ([]orchestrator.Connection, error)
 	GetConnection(ctx context.Context, id string) (orchestrator.Connection, error)
 	ConnectionTools(ctx context.Context, id string) ([]orchestrator.ListedTool, error)
@@ -56,9 +58,9 @@ type CatalogService interface {
 	DeleteBinding(ctx context.Context, req bindings.BindingRequest) error
 	ListBindings(ctx context.Context, scope, id string) ([]orchestrator.Binding, error)
 	Access(ctx context.Context, scope, id string) (bindings.Access, error)
-	SearchCoins(ctx context.Context, apiKey, q string) ([]bindings.Coin, error)
-	SearchConnectionCoins(ctx context.Context, id, q string) ([]bindings.Coin, error)
-	PinCoins(ctx context.Context, id string, coins []bindings.Coin) (orchestrator.Connection, error)
+	SearchCoins(ctx context.Context, apiKey, q string) ([]orchestrator.Coin, error)
+	SearchConnectionCoins(ctx context.Context, id, q string) ([]orchestrator.Coin, error)
+	PinCoins(ctx context.Context, id string, coins []orchestrator.Coin) (orchestrator.Connection, error)
 }
 
 // catalog returns the bindings service, or an error when the server was built without one.
@@ -121,7 +123,7 @@ func (s *Server) connect(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var req bindings.ConnectRequest
+	var req lifecycle.ConnectRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -318,7 +320,7 @@ type searchCoinsRequest struct {
 
 // coinsAnswer is the coin picker's answer.
 type coinsAnswer struct {
-	Coins []bindings.Coin `json:"coins"`
+	Coins []orchestrator.Coin `json:"coins"`
 }
 
 func (s *Server) searchCoins(c *fiber.Ctx) error {
@@ -351,7 +353,7 @@ func (s *Server) searchConnectionCoins(c *fiber.Ctx) error {
 
 // pinCoinsRequest is the body of PUT /api/mcp/connections/:id/pinned-prices.
 type pinCoinsRequest struct {
-	Coins []bindings.Coin `json:"coins"`
+	Coins []orchestrator.Coin `json:"coins"`
 }
 
 func (s *Server) pinCoins(c *fiber.Ctx) error {
@@ -371,9 +373,9 @@ func (s *Server) pinCoins(c *fiber.Ctx) error {
 }
 
 // nonNilCoins answers an empty list as [].
-func nonNilCoins(c []bindings.Coin) []bindings.Coin {
+func nonNilCoins(c []orchestrator.Coin) []orchestrator.Coin {
 	if c == nil {
-		return []bindings.Coin{}
+		return []orchestrator.Coin{}
 	}
 	return c
 }

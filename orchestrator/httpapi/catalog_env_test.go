@@ -8,7 +8,10 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
@@ -18,7 +21,7 @@ import (
 // catalogFor wires the bindings service and offer policy the way serve does, over a generated
 // GUILDS_SECRET_KEY: it seeds the catalog and the platform bindings, and also enables the test
 // tools of binding families at the platform, so they are offered as a seed tool would be.
-func catalogFor(t testing.TB, store *postgres.Store, reg *registry.Registry, getenv func(string) string, log *slog.Logger) (*bindings.Service, *bindings.Policy) {
+func catalogFor(t testing.TB, store *postgres.Store, reg *registry.Registry, set integrations.Set, log *slog.Logger) (*bindings.Service, *bindings.Policy) {
 	t.Helper()
 	manifests, err := catalog.Load()
 	if err != nil {
@@ -30,9 +33,10 @@ func catalogFor(t testing.TB, store *postgres.Store, reg *registry.Registry, get
 	}
 	pool := mcp.New(mcp.Config{Logger: log})
 	t.Cleanup(func() { pool.Close() })
-	remote := &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Log: log}
-	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
-	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Log: log}
+	caller := &connections.Caller{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Log: log}
+	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Integrations: set}, Caller: caller, Log: log}
+	svc := &bindings.Service{Service: &lifecycle.Service{Store: store, Manifests: manifests, Box: box, Caller: caller, Integrations: set, Log: log},
+		Store: store, Registry: reg, Policy: policy, Log: log}
 	ctx := context.Background()
 	if err := svc.Seed(ctx); err != nil {
 		t.Fatal(err)

@@ -5,12 +5,12 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections"
 )
 
-// DriveService is the Google Drive folder picker; bindings.Service implements it.
+// DriveService is the Google Drive folder picker; lifecycle.Service implements it.
 type DriveService interface {
-	DriveFolders(ctx context.Context, id, parent string) ([]bindings.DriveFolder, error)
+	DriveFolders(ctx context.Context, id, parent string) ([]connections.DriveFolder, error)
 	PickDriveFolder(ctx context.Context, id, folderID string) (orchestrator.Connection, error)
 }
 
@@ -40,7 +40,7 @@ func (s *Server) driveFolders(c *fiber.Ctx) error {
 		return err
 	}
 	if folders == nil {
-		folders = []bindings.DriveFolder{}
+		folders = []connections.DriveFolder{}
 	}
 	return c.JSON(fiber.Map{"folders": folders})
 }

@@ -18,8 +18,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -140,20 +141,18 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 	return r
 }
 
-// newEnv builds the API; getenv is the configuration the offer policy and instance view read.
-func newEnv(t *testing.T, getenv func(string) string) *env {
+// newEnv builds the API; set is which integrations' variables the offer policy and instance view
+// see set.
+func newEnv(t *testing.T, set integrations.Set) *env {
 	t.Helper()
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
 	reg := testTools(t, e.order)
-	cat, policy := catalogFor(t, store, reg, getenv, log)
-	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Remote, Log: log,
-		Secrets: bindings.ConnectionSecrets{Store: store, Box: cat.Box}}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Getenv: getenv, Log: log})
+	cat, policy := catalogFor(t, store, reg, set, log)
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log,
+		Secrets: connections.ConnectionSecrets{Store: store, Box: cat.Box}}
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Integrations: set, Log: log})
 	return e
 }
 

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
 	"github.com/guildsai/guilds/orchestrator/connectors/google/googletest"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -23,7 +25,7 @@ func TestGoogleConnectSetup(t *testing.T) {
 	e := newOAuthEnv(t, nil, nil, newBox(t))
 	orgID, _, _ := e.scopes()
 	env := map[string]string{"GMAIL_OAUTH_CLIENT_ID": "box-client.apps.googleusercontent.com"}
-	e.svc.Getenv = func(k string) string { return env[k] }
+	e.svc.Integrations, e.svc.Google = integrations.SetOf(env), lifecycle.GoogleClient{ID: env["GMAIL_OAUTH_CLIENT_ID"]}
 	for _, slug := range []string{"gmail", "drive"} {
 		st, out := e.do("POST", "/api/mcp/connections", map[string]any{"server": slug, "scope": "org", "scope_id": orgID})
 		body, _ := out["error"].(map[string]any)
@@ -36,6 +38,7 @@ func TestGoogleConnectSetup(t *testing.T) {
 		t.Fatalf("a refused Connect wrote %d connections", n)
 	}
 	env["GMAIL_OAUTH_CLIENT_SECRET"] = "box-secret"
+	e.svc.Integrations, e.svc.Google.Secret = integrations.SetOf(env), env["GMAIL_OAUTH_CLIENT_SECRET"]
 	for _, s := range e.must(200, "GET", "/api/mcp/servers", nil)["servers"].([]any) {
 		if m := s.(map[string]any); (m["slug"] == "gmail" || m["slug"] == "drive") && m["oauth_setup_state"] != "configured" {
 			t.Errorf("%s oauth_setup_state %v with the client set", m["slug"], m["oauth_setup_state"])
@@ -92,9 +95,8 @@ func TestDriveFolderPick(t *testing.T) {
 	t.Cleanup(g.Close)
 	e := newOAuthEnv(t, nil, newClock(), newBox(t))
 	e.remote.Drive = drive.Drive{}
-	e.svc.Getenv = func(k string) string {
-		return map[string]string{"GMAIL_OAUTH_CLIENT_ID": googletest.ClientID, "GMAIL_OAUTH_CLIENT_SECRET": googletest.ClientSecret}[k]
-	}
+	e.svc.Integrations = integrations.Set{"GMAIL_OAUTH_CLIENT_ID": true, "GMAIL_OAUTH_CLIENT_SECRET": true}
+	e.svc.Google = lifecycle.GoogleClient{ID: googletest.ClientID, Secret: googletest.ClientSecret}
 	orgID, _, _ := e.scopes()
 	e.must(200, "PATCH", "/api/admin/mcp/servers/drive", map[string]any{"endpoints": g.DriveEndpoints()}) // the mcp endpoint, not url, names the MCP server
 	start := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": orgID})

@@ -30,12 +30,8 @@ const AuthModeAccounts = "accounts"
 // instance reports the auth mode (and whether single sign-on is on), each integration's state (never a variable's value), the
 // isolation the agents' sandboxes have on this host, and where the secret key came from.
 func (s *Server) instance(c *fiber.Ctx) error {
-	getenv := s.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
 	out := []instanceIntegration{}
-	for _, st := range integrations.Evaluate(getenv) {
+	for _, st := range integrations.Evaluate(s.Integrations) {
 		ii := instanceIntegration{Name: st.Name, State: st.State, Summary: st.Summary,
 			Providers: nonNil(st.Providers), Tools: nonNil(st.Tools), Connectors: nonNil(st.Connectors), Variables: []instanceVariable{}}
 		for _, v := range st.Variables {

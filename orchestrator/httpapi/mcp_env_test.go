@@ -15,6 +15,8 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -145,7 +147,7 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 type mcpEnv struct {
 	*env
 	mcp    *mcp.Pool
-	remote *bindings.Remote
+	remote *connections.Caller
 	svc    *bindings.Service
 	runs   *runs.Service
 	clock  *clock
@@ -175,14 +177,14 @@ func newMCPEnvWith(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var remote *bindings.Remote
+	var remote *connections.Caller
 	cfg.Logger, cfg.OnOpen = log, func(id string, tr mcp.Transport) { remote.SessionOpened(id, string(tr)) }
 	pool := mcp.New(cfg)
 	t.Cleanup(func() { pool.Close() })
-	remote = &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Now: clk.Now, Log: log}
-	getenv := func(string) string { return "" }
-	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
-	svc := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Now: clk.Now, Log: log}
+	remote = &connections.Caller{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Now: clk.Now, Log: log}
+	policy := &bindings.Policy{Store: store, Caller: remote, Log: log}
+	svc := &bindings.Service{Service: &lifecycle.Service{Store: store, Manifests: manifests, Box: box, Caller: remote, Now: clk.Now, Log: log},
+		Store: store, Registry: reg, Policy: policy, Now: clk.Now, Log: log}
 	if err := svc.Seed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +198,8 @@ func newMCPEnvWith(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box, 
 		t.Fatal(err)
 	}
 	rs := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log,
-		Secrets: bindings.ConnectionSecrets{Store: store, Box: box}}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, AdminToken: token, Getenv: getenv, Log: log})
+		Secrets: connections.ConnectionSecrets{Store: store, Box: box}}
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, AdminToken: token, Log: log})
 	return &mcpEnv{env: e, mcp: pool, remote: remote, svc: svc, runs: rs, clock: clk}
 }
 

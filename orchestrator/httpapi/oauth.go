@@ -6,22 +6,15 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 )
 
-// oauthCallbackPath is where authorization servers send the operator's browser back after a
-// browser OAuth login (bindings.CallbackPath).
-const oauthCallbackPath = "/api/mcp/oauth/callback"
-
-// publicBaseVar names this orchestrator's public address, which callback URLs start with.
-const publicBaseVar = "PUBLIC_BASE_URL"
+// oauthCallbackPath is where authorization servers send the operator's browser back.
+const oauthCallbackPath = orchestrator.OAuthCallbackPath
 
 // callbackURL is PUBLIC_BASE_URL plus the callback path when it is set, else the inbound host's.
 func (s *Server) callbackURL(c *fiber.Ctx) string {
-	base := ""
-	if s.Getenv != nil {
-		base = strings.TrimSpace(s.Getenv(publicBaseVar))
-	}
+	base := s.PublicBaseURL
 	if base == "" {
 		base = c.BaseURL()
 	}
@@ -38,7 +31,7 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	if err != nil {
 		return page(c, fiber.StatusBadRequest, "Login failed", "This orchestrator offers no connector logins.")
 	}
-	conn, err := b.OAuthCallback(c.UserContext(), bindings.OAuthCallbackQuery{
+	conn, err := b.OAuthCallback(c.UserContext(), lifecycle.OAuthCallbackQuery{
 		State: c.Query("state"), Code: c.Query("code"), Error: c.Query("error"), ErrorDescription: c.Query("error_description"),
 	})
 	if err != nil {

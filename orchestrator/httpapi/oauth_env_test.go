@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth/oauthtest"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
@@ -49,7 +50,7 @@ func oauthMCP(t testing.TB, clk *clock) *oauthtest.Server {
 // oauthEnv is newMCPEnv with browser OAuth logins wired the way serve wires them.
 type oauthEnv struct {
 	*mcpEnv
-	oauth *bindings.OAuth
+	oauth *connections.OAuth
 	box   *sealed.Box
 }
 
@@ -57,7 +58,7 @@ func newOAuthEnv(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box) *o
 	t.Helper()
 	e := newMCPEnv(t, db, clk, box)
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	o := &bindings.OAuth{Store: postgres.NewStore(e.env.pool), Box: box, Protocol: &oauth.Client{Now: clk.Now}, Now: clk.Now, Log: log}
+	o := &connections.OAuth{Store: postgres.NewStore(e.env.pool), Box: box, Protocol: &oauth.Client{Now: clk.Now}, Now: clk.Now, Log: log}
 	e.remote.OAuth = o
 	return &oauthEnv{mcpEnv: e, oauth: o, box: box}
 }
@@ -80,7 +81,7 @@ func browse(t testing.TB, authURL string) string {
 	t.Helper()
 	var got string
 	hc := &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if req.URL.Path == bindings.CallbackPath {
+		if req.URL.Path == orchestrator.OAuthCallbackPath {
 			got = req.URL.RequestURI()
 			return http.ErrUseLastResponse
 		}
@@ -119,7 +120,7 @@ func (e *oauthEnv) storedTokens(id string) map[string]string {
 	if err := e.env.pool.QueryRow(context.Background(), "SELECT credentials FROM mcp_connections WHERE id = $1", id).Scan(&b); err != nil {
 		e.t.Fatal(err)
 	}
-	plain, err := e.box.Open(b, bindings.SealedFor(id))
+	plain, err := e.box.Open(b, connections.SealedFor(id))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestOAuthCallbackFaults(t *testing.T) {
 	as.Set(func(s *oauthtest.Server) { s.Deny = false })
 
 	// What the query says is shown as text, and the page is never cached, framed or referred from.
-	resp, err := e.app.Test(httptest.NewRequest("GET", bindings.CallbackPath+"?state=nope&error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E", nil), -1)
+	resp, err := e.app.Test(httptest.NewRequest("GET", orchestrator.OAuthCallbackPath+"?state=nope&error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E", nil), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestOAuthCallbackFaults(t *testing.T) {
 
 	// Unknown state, no state.
 	for _, q := range []string{"?state=nope&code=x", "?code=x", ""} {
-		if st, body := e.page(bindings.CallbackPath + q); st != 400 || !strings.Contains(body, "Start again with Connect") {
+		if st, body := e.page(orchestrator.OAuthCallbackPath + q); st != 400 || !strings.Contains(body, "Start again with Connect") {
 			t.Fatalf("callback %q: %d %s", q, st, body)
 		}
 	}
@@ -515,7 +516,7 @@ func TestOAuthCallbackURL(t *testing.T) {
 		t.Fatalf("callback from the inbound host: %s", got)
 	}
 	public := httpapi.New(&httpapi.Server{Scopes: postgres.NewStore(e.env.pool), Bindings: e.svc, AdminToken: token,
-		Getenv: func(k string) string { return map[string]string{"PUBLIC_BASE_URL": "https://guilds.example/"}[k] }})
+		PublicBaseURL: "https://guilds.example/"})
 	e.app = public
 	out := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "notion", "scope": "guild", "scope_id": guildID})
 	if got := redirect(out); got != "https://guilds.example/api/mcp/oauth/callback" {

@@ -10,6 +10,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -22,15 +24,15 @@ import (
 // its own package tests over a loopback CoinGecko): it quotes two known coins.
 type coinsAdapter struct{}
 
-var knownCoins = []bindings.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "ethereum", Symbol: "eth", Name: "Ethereum"}}
+var knownCoins = []orchestrator.Coin{{ID: "bitcoin", Symbol: "btc", Name: "Bitcoin"}, {ID: "ethereum", Symbol: "eth", Name: "Ethereum"}}
 
 func (coinsAdapter) Serves(slug string) bool { return slug == "pinned_prices" }
-func (coinsAdapter) Verify(context.Context, orchestrator.MCPServer, map[string]string, []string) (bindings.Verification, error) {
-	return bindings.Verification{Checked: true}, nil
+func (coinsAdapter) Verify(context.Context, orchestrator.MCPServer, map[string]string, []string) (connections.Verification, error) {
+	return connections.Verification{Checked: true}, nil
 }
-func (coinsAdapter) Call(context.Context, bindings.LocalCall) (string, error) { return "", nil }
-func (coinsAdapter) SearchCoins(_ context.Context, _ orchestrator.MCPServer, _ map[string]string, q string) ([]bindings.Coin, error) {
-	var out []bindings.Coin
+func (coinsAdapter) Call(context.Context, connections.LocalCall) (string, error) { return "", nil }
+func (coinsAdapter) SearchCoins(_ context.Context, _ orchestrator.MCPServer, _ map[string]string, q string) ([]orchestrator.Coin, error) {
+	var out []orchestrator.Coin
 	for _, c := range knownCoins {
 		if strings.Contains(c.Name+" "+c.Symbol, q) {
 			out = append(out, c)
@@ -41,10 +43,10 @@ func (coinsAdapter) SearchCoins(_ context.Context, _ orchestrator.MCPServer, _ m
 func (coinsAdapter) CheckCoins(context.Context, orchestrator.MCPServer, map[string]string, []string) error {
 	return nil
 }
-func (coinsAdapter) QuoteCoins(_ context.Context, _ orchestrator.MCPServer, _ map[string]string, coins []bindings.Coin) ([]orchestrator.PinnedPrice, error) {
+func (coinsAdapter) QuoteCoins(_ context.Context, _ orchestrator.MCPServer, _ map[string]string, coins []orchestrator.Coin) ([]orchestrator.PinnedPrice, error) {
 	out := make([]orchestrator.PinnedPrice, len(coins))
 	for i, c := range coins {
-		out[i] = orchestrator.PinnedPrice{ID: c.ID, Symbol: c.Symbol, Name: c.Name, QuotedAt: time.Now().UTC()}
+		out[i] = orchestrator.PinnedPrice{Coin: c, QuotedAt: time.Now().UTC()}
 	}
 	return out, nil
 }
@@ -66,15 +68,15 @@ func TestPinnedPricesRoutesAnswerAsDocumented(t *testing.T) {
 	}
 	pool := mcp.New(mcp.Config{Logger: log})
 	t.Cleanup(func() { pool.Close() })
-	remote := &bindings.Remote{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Local: coinsAdapter{}, Log: log}
-	getenv := func(string) string { return "" }
-	policy := &bindings.Policy{Store: store, Rules: runs.DefaultOffer{Getenv: getenv}, Remote: remote, Log: log}
-	cat := &bindings.Service{Store: store, Registry: reg, Manifests: manifests, Box: box, Policy: policy, Remote: remote, Log: log}
+	remote := &connections.Caller{Store: store, Box: box, Client: mcp.Client{Pool: pool}, Local: coinsAdapter{}, Log: log}
+	policy := &bindings.Policy{Store: store, Caller: remote, Log: log}
+	cat := &bindings.Service{Service: &lifecycle.Service{Store: store, Manifests: manifests, Box: box, Caller: remote, Log: log},
+		Store: store, Registry: reg, Policy: policy, Log: log}
 	if err := cat.Seed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Getenv: getenv, Log: log})
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Log: log})
 
 	org := e.must(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})["id"].(string)
 	found := e.must(200, "POST", "/api/mcp/pinned-prices/search", map[string]any{"api_key": "CG-live-test-key-0042", "q": "Bit"})

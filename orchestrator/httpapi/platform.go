@@ -38,9 +38,15 @@ func (s *Server) platformRoutes(api fiber.Router) {
 	api.Delete("/agents/:id", s.deleteScope(orchestrator.LevelAgent))
 }
 
+// ScopeStore is the scope store the API needs: orchestrator.ScopeStore and the deletes
+// (postgres.Store implements it).
+type ScopeStore interface {
+	orchestrator.ScopeStore
+	ScopeDeleter
+}
+
 // ScopeDeleter deletes an organisation, guild or agent with everything under it (the foreign keys
-// cascade runs, artifacts, connections and bindings), refusing one with an open run (ECONFLICT);
-// postgres.Store implements it beside orchestrator.ScopeStore.
+// cascade runs, artifacts, connections and bindings), refusing one with an open run (ECONFLICT).
 type ScopeDeleter interface {
 	DeleteOrg(ctx context.Context, id string) error
 	DeleteGuild(ctx context.Context, id string) error
@@ -50,8 +56,8 @@ type ScopeDeleter interface {
 // deleteScope deletes the organisation, guild or agent :id and answers {deleted: id}.
 func (s *Server) deleteScope(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		d, ok := s.Scopes.(ScopeDeleter)
-		if !ok {
+		d := s.Scopes
+		if d == nil {
 			return orchestrator.Errorf(orchestrator.EINTERNAL, "this server's scope store cannot delete")
 		}
 		id, ctx := c.Params("id"), c.UserContext()

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -29,11 +29,8 @@ import (
 
 // platformEnv is the API over a fresh database with the real platform tools registered and the
 // platform store set; extra registers more tools and may set the run service's secrets source.
-func platformEnv(t *testing.T, getenv func(string) string, extra func(*registry.Registry, *postgres.Store, *runs.Service)) *env {
+func platformEnv(t *testing.T, set integrations.Set, extra func(*registry.Registry, *postgres.Store, *runs.Service)) *env {
 	t.Helper()
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
@@ -66,9 +63,9 @@ func platformEnv(t *testing.T, getenv func(string) string, extra func(*registry.
 	if extra != nil {
 		extra(reg, store, svc)
 	}
-	cat, policy := catalogFor(t, store, reg, getenv, log)
+	cat, policy := catalogFor(t, store, reg, set, log)
 	svc.Offer = policy
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: token, Getenv: getenv, Log: log})
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: token, Integrations: set, Log: log})
 	return e
 }
 
@@ -234,9 +231,8 @@ func TestTavilyOfferAndRedaction(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := map[string]string{search.KeyVar: key, search.BaseURLVar: srv.URL}
-	getenv := func(k string) string { return env[k] }
-	e := platformEnv(t, getenv, func(reg *registry.Registry, _ *postgres.Store, svc *runs.Service) {
-		web := search.FromEnv(getenv)
+	e := platformEnv(t, integrations.SetOf(env), func(reg *registry.Registry, _ *postgres.Store, svc *runs.Service) {
+		web := &search.Tavily{Key: env[search.KeyVar], BaseURL: env[search.BaseURLVar]}
 		if err := web.Register(reg); err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +276,7 @@ func TestTavilyOfferAndRedaction(t *testing.T) {
 
 // bindingsJoin joins two redaction sources.
 func bindingsJoin(a, b orchestrator.RunSecrets) orchestrator.RunSecrets {
-	return bindings.JoinSecrets(a, b)
+	return orchestrator.JoinSecrets(a, b)
 }
 
 func TestGroupChat(t *testing.T) {

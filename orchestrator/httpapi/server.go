@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
@@ -33,19 +34,20 @@ var openapiDoc []byte
 // Server holds what the handlers need; cmd sets the fields before New. A service left nil makes
 // its routes answer 500 naming what is not configured.
 type Server struct {
-	Scopes     orchestrator.ScopeStore
-	Runs       RunService          // runs and their tool calls
-	Bindings   CatalogService      // catalog, connections, bindings and access views
-	Artifacts  ArtifactStore       // collections, records, notes and memory
-	Platform   PlatformStore       // issues inbox, secrets, schedules, group chat
-	Secrets    SecretKeeper        // agent secrets (values never returned)
-	GitHub     GitHubService       // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
-	AdminToken string              // GUILDS_ADMIN_TOKEN; every /api route requires it
-	Getenv     func(string) string // the configuration, for the integrations view
-	Sandbox    SandboxReporter     // the agents' sandboxes, for the instance view; nil: reported as none
-	Health     Health              // whether the database and the sandbox backend can serve; nil: always
-	Metrics    http.Handler        // GET /metrics (Prometheus text), behind the token; nil: no route
-	OnError    func(code string)   // told the code of every error answered (the metrics); nil: nothing
+	Scopes     ScopeStore
+	Runs       RunService     // runs and their tool calls
+	Bindings   CatalogService // catalog, connections, bindings and access views
+	Artifacts  ArtifactStore  // collections, records, notes and memory
+	Platform   PlatformStore  // issues inbox, secrets, schedules, group chat
+	Secrets    SecretKeeper   // agent secrets (values never returned)
+	GitHub     GitHubService  // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
+	AdminToken string         // GUILDS_ADMIN_TOKEN; every /api route requires it
+	// Integrations is which integrations' variables the box has set, for the instance view.
+	Integrations integrations.Set
+	Sandbox      SandboxReporter   // the agents' sandboxes, for the instance view; nil: reported as none
+	Health       Health            // whether the database and the sandbox backend can serve; nil: always
+	Metrics      http.Handler      // GET /metrics (Prometheus text), behind the token; nil: no route
+	OnError      func(code string) // told the code of every error answered (the metrics); nil: nothing
 	// SecretKeySource says where GUILDS_SECRET_KEY came from, for the instance view (never the key):
 	// environment, data_dir (kept by an earlier start) or generated (at this start); "": none.
 	SecretKeySource string
@@ -57,7 +59,7 @@ type Server struct {
 	Places   orchestrator.Placer // places the objects requests name, for the access decision
 	Audit    Auditor             // the audit log's writer; nil writes none
 	// PublicBaseURL is PUBLIC_BASE_URL: the box's address in links it makes (invitations, the
-	// single sign-on callback); "" the request's own.
+	// single sign-on callback) and the base of the OAuth callback URL; "" the request's own.
 	PublicBaseURL string
 	SSO           SSOService // OpenID Connect single sign-on; nil: off (its routes answer 404)
 }

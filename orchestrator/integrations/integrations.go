@@ -82,38 +82,58 @@ func (in Integration) clone() Integration {
 	return c
 }
 
-// isSet treats a variable holding only blanks as unset: "KEY= " in .env configures nothing.
-func isSet(getenv func(string) string, name string) bool {
-	return strings.TrimSpace(getenv(name)) != ""
+// Set is which of the integrations' variables the box has set: config reads it once, from the
+// environment and .env, and a variable holding only blanks ("KEY= " in .env) is not set.
+type Set map[string]bool
+
+// SetOf is the Set of the variables among values that hold more than blanks.
+func SetOf(values map[string]string) Set {
+	set := Set{}
+	for k, v := range values {
+		if strings.TrimSpace(v) != "" {
+			set[k] = true
+		}
+	}
+	return set
 }
 
-// Evaluate returns every integration's status, in table order: on when every required variable is
-// set, off when none is, incomplete when some are. Optional variables never change the state.
-func Evaluate(getenv func(string) string) []Status {
-	out := make([]Status, 0, len(table))
+// Variables lists every variable the integrations read, required and optional, in table order.
+func Variables() []string {
+	var out []string
 	for _, in := range table {
-		out = append(out, evaluate(getenv, in))
+		out = append(out, in.Required...)
+		out = append(out, in.Optional...)
 	}
 	return out
 }
 
-func evaluate(getenv func(string) string, in Integration) Status {
+// Evaluate returns every integration's status, in table order: on when every required variable is
+// set, off when none is, incomplete when some are. Optional variables never change the state.
+func Evaluate(set Set) []Status {
+	out := make([]Status, 0, len(table))
+	for _, in := range table {
+		out = append(out, evaluate(set, in))
+	}
+	return out
+}
+
+func evaluate(set Set, in Integration) Status {
 	st := Status{Integration: in.clone()}
-	set := 0
+	n := 0
 	for _, v := range in.Required {
-		ok := isSet(getenv, v)
+		ok := set[v]
 		if ok {
-			set++
+			n++
 		}
 		st.Variables = append(st.Variables, Variable{Name: v, Set: ok, Required: true})
 	}
 	for _, v := range in.Optional {
-		st.Variables = append(st.Variables, Variable{Name: v, Set: isSet(getenv, v)})
+		st.Variables = append(st.Variables, Variable{Name: v, Set: set[v]})
 	}
 	switch {
-	case set == len(in.Required):
+	case n == len(in.Required):
 		st.State = On
-	case set == 0:
+	case n == 0:
 		st.State = Off
 	default:
 		st.State = Incomplete
@@ -122,21 +142,21 @@ func evaluate(getenv func(string) string, in Integration) Status {
 }
 
 // Enabled reports whether the integration named name is on. An unknown name is never enabled.
-func Enabled(getenv func(string) string, name string) bool {
+func Enabled(set Set, name string) bool {
 	in, ok := Lookup(name)
-	return ok && evaluate(getenv, in).State == On
+	return ok && evaluate(set, in).State == On
 }
 
 // Missing lists the required variables of the named integration that are not set: what the
 // operator must add to switch it on. An unknown name has none.
-func Missing(getenv func(string) string, name string) []string {
+func Missing(set Set, name string) []string {
 	in, ok := Lookup(name)
 	if !ok {
 		return nil
 	}
 	var out []string
 	for _, v := range in.Required {
-		if !isSet(getenv, v) {
+		if !set[v] {
 			out = append(out, v)
 		}
 	}

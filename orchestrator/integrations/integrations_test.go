@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+func env(m map[string]string) Set { return SetOf(m) }
 
 func TestAllFollowsTheSpecTable(t *testing.T) {
 	var names []string

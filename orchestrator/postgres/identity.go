@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-var _ orchestrator.IdentityStore = (*Store)(nil)
-
 // accountColumns is the column list scanAccount reads.
 const accountColumns = "a.id, a.email, a.name, a.password_hash IS NOT NULL, a.instance_admin, a.deactivated_at IS NOT NULL, a.created_at, a.updated_at, a.last_sign_in_at"
 

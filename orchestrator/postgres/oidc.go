@@ -10,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ orchestrator.OIDCStateStore = (*Store)(nil)
-
 // oidcStateColumns is the column list scanOIDCState reads.
 const oidcStateColumns = "state_hash, nonce_hash, verifier, return_to, redirect_uri, created_at, expires_at, used_at"
 

@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ orchestrator.Placer = (*Store)(nil)
-
 // placeQueries read where an object sits: its scope, organisation, guild and agent (NULL above
 // its scope), and its run.
 var placeQueries = map[string]string{

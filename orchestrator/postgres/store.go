@@ -17,16 +17,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Store implements orchestrator.ScopeStore and orchestrator.RunStore over a pgx pool.
+// Store is every store interface of the orchestrator over a pgx pool: the root's
+// (orchestrator.ScopeStore, orchestrator.RunStore) and those the packages declare, as
+// cmd/orchestrator/stores.go asserts at compile time.
 type Store struct {
 	pool  db
 	tools toolCache // connections' listed tools by version, for Resolution
 }
-
-var (
-	_ orchestrator.ScopeStore = (*Store)(nil)
-	_ orchestrator.RunStore   = (*Store)(nil)
-)
 
 // NewStore returns a Store over pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: db{pool}} }

@@ -8,8 +8,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 )
 
-// BehindStore is a RunStore that can write a completed call's record after its answer: with the
-// next call's start, in that statement, or several on their own (postgres.Store does). A call's
+// BehindStore is the part of the run store that writes a completed call's record after its
+// answer: with the next call's start, in that statement, or several on their own. A call's
 // started record, the one that must precede its effects, is always written before it runs.
 type BehindStore interface {
 	// StartCallAfter is StartCall that also stores done, when not nil, in the same statement;
@@ -48,12 +48,6 @@ type behind struct {
 	pending map[callKey]*answered // queued or being written
 	timer   *time.Timer           // the linger, then the retry pause after a failed write
 	armed   bool
-}
-
-// behindStore is the run store's BehindStore, or nil when it writes every record at once.
-func (s *Service) behindStore() BehindStore {
-	bs, _ := s.Runs.(BehindStore)
-	return bs
 }
 
 // answer queues the completed call's record, to be written within Linger.
@@ -155,13 +149,12 @@ func (s *Service) requeue(taken []*answered) {
 
 // flushBehind writes the queued records on their own, maxBehind per statement.
 func (s *Service) flushBehind(ctx context.Context) {
-	bs := s.behindStore()
 	for {
 		taken := s.takeBehind(maxBehind)
-		if len(taken) == 0 || bs == nil {
+		if len(taken) == 0 {
 			return
 		}
-		n, err := bs.CompleteCalls(context.WithoutCancel(ctx), calls(taken))
+		n, err := s.Runs.CompleteCalls(context.WithoutCancel(ctx), calls(taken))
 		if err == nil && int(n) < len(taken) {
 			s.log().Warn("answered calls were no longer recorded as started when their results were stored (marked interrupted, or their run deleted)", "calls", len(taken), "stored", n)
 		}

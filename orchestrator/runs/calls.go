@@ -232,11 +232,10 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		}
 	}
 	var call orchestrator.ToolCall
-	txs, canTx := s.Runs.(CallTxStore)
 	_, isMCP := offeredMCP(run, req.Name)
 	_, isDynamic := s.offeredDynamic(run, req.Name)
-	if transactional && canTx && run.Offers(req.Name) && !isMCP && !isDynamic {
-		err := txs.CompleteWith(ctx, func(tctx context.Context) (orchestrator.ToolCall, bool) {
+	if transactional && run.Offers(req.Name) && !isMCP && !isDynamic {
+		err := s.Runs.CompleteWith(ctx, func(tctx context.Context) (orchestrator.ToolCall, bool) {
 			call = finish(tctx)
 			return call, errKind == ""
 		})
@@ -254,17 +253,12 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 				return CallResult{}, err
 			}
 		}
-	} else if s.behindStore() != nil {
+	} else {
 		// Answered before its completed record is written: the next call's start carries the
 		// record, or it is written on its own within Linger. The started record, written before
 		// the tool ran, is what keeps every effect recorded.
 		call = finish(ctx)
 		s.answer(call)
-	} else {
-		call = finish(ctx)
-		if err := s.complete(ctx, call); err != nil {
-			return CallResult{}, err
-		}
 	}
 	result, finished := call.Result, *call.FinishedAt
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
@@ -277,19 +271,14 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
 }
 
-// startCall records c as started, and carries the records of calls answered meanwhile when the
-// store can (BehindStore).
+// startCall records c as started, and carries the record of a call answered meanwhile.
 func (s *Service) startCall(ctx context.Context, c orchestrator.ToolCall) (int64, error) {
-	bs := s.behindStore()
-	if bs == nil {
-		return s.Runs.StartCall(ctx, c)
-	}
 	taken := s.takeBehind(1)
 	var done *orchestrator.ToolCall
 	if len(taken) == 1 {
 		done = &taken[0].call
 	}
-	seq, stored, err := bs.StartCallAfter(ctx, c, done)
+	seq, stored, err := s.Runs.StartCallAfter(ctx, c, done)
 	if stored {
 		s.wrote(taken, nil)
 	} else {

@@ -7,7 +7,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 )
 
-// ExplorationStore is a RunStore that can record a run's exploration figures.
+// ExplorationStore is the part of the run store that records a run's exploration figures.
 type ExplorationStore interface {
 	SetExploration(ctx context.Context, runID string, e orchestrator.Exploration) error
 }
@@ -18,10 +18,6 @@ func (s *Service) explore(ctx context.Context, run *orchestrator.Run) error {
 	if !run.Config.Coding {
 		return nil
 	}
-	st, ok := s.Runs.(ExplorationStore)
-	if !ok {
-		return orchestrator.Errorf(orchestrator.EINTERNAL, "the run store cannot record exploration figures")
-	}
 	if err := s.settle(ctx, run.ID); err != nil {
 		return err
 	}
@@ -30,7 +26,7 @@ func (s *Service) explore(ctx context.Context, run *orchestrator.Run) error {
 		return fmt.Errorf("exploration of run %s: %w", run.ID, err)
 	}
 	e := orchestrator.Explore(calls)
-	if err := st.SetExploration(ctx, run.ID, e); err != nil {
+	if err := s.Runs.SetExploration(ctx, run.ID, e); err != nil {
 		return err
 	}
 	run.Exploration = &e

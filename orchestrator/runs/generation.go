@@ -6,7 +6,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 )
 
-// OfferStore is a RunStore that can replace a run's offered tools, which NextGeneration needs.
+// OfferStore is the part of the run store that replaces a run's offered tools, which NextGeneration needs.
 type OfferStore interface {
 	SetOfferedTools(ctx context.Context, runID string, tools []orchestrator.OfferedTool) error
 }
@@ -78,11 +78,7 @@ func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation,
 	if len(gen.Dropped) == 0 {
 		return gen, nil
 	}
-	st, ok := s.Runs.(OfferStore)
-	if !ok {
-		return Generation{}, orchestrator.Errorf(orchestrator.EINTERNAL, "the run store cannot change a run's offered tools")
-	}
-	if err := st.SetOfferedTools(ctx, run.ID, keep); err != nil {
+	if err := s.Runs.SetOfferedTools(ctx, run.ID, keep); err != nil {
 		return Generation{}, err
 	}
 	s.mu.Lock()

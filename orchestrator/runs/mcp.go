@@ -72,7 +72,7 @@ func mcpUnavailable(t orchestrator.OfferedTool) string {
 		t.Name, t.RemoteName, t.Server, t.ConnectionID)
 }
 
-// MCPCaller carries calls of offered MCP tools to their servers (bindings.Remote over the MCP
+// MCPCaller carries calls of offered MCP tools to their servers (connections.Caller over the MCP
 // client). An error is the call's ERROR: result; its text names what went wrong, never a credential.
 type MCPCaller interface {
 	CallMCP(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, args json.RawMessage) (string, error)

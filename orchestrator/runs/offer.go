@@ -40,8 +40,8 @@ func (f OfferFunc) Offer(ctx context.Context, in OfferInput, tools []registry.To
 // integrations a tool needs. Alone it offers every tool those rules allow (as if every binding were
 // on); the bindings policy applies the resolution walk first and then these rules.
 type DefaultOffer struct {
-	// Getenv reads the orchestrator's configuration, for the integrations registry.
-	Getenv func(string) string
+	// Integrations is which integrations' variables the box has set (config reads them once).
+	Integrations integrations.Set
 }
 
 // Offer keeps the tools the rules allow, in their order.
@@ -61,7 +61,7 @@ func (d DefaultOffer) allows(in OfferInput, t registry.Tool) bool { return d.Why
 // Why says why the rules leave t out of a run with this input ("" when they allow it), in words an
 // operator can act on; the access views show it.
 func (d DefaultOffer) Why(in OfferInput, t registry.Tool) string {
-	if ig, ok := integrations.ForTool(t.Name); ok && (d.Getenv == nil || !integrations.Enabled(d.Getenv, ig.Name)) {
+	if ig, ok := integrations.ForTool(t.Name); ok && !integrations.Enabled(d.Integrations, ig.Name) {
 		return fmt.Sprintf("the %s integration is off: set %s", ig.Name, strings.Join(ig.Required, ", ")) // e.g. tavily_search without TAVILY_API_KEY
 	}
 	if t.Name == "secret_request" && in.Kind != orchestrator.KindDirect {

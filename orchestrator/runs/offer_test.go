@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
@@ -26,18 +27,13 @@ func TestDefaultOffer(t *testing.T) {
 	def := orchestrator.DefaultAgentConfig()
 	all := orchestrator.AgentConfig{Browser: true, Coding: true, Scripting: true, Memory: true}
 	none := orchestrator.AgentConfig{}
-	withKey := func(k string) string {
-		if k == "TAVILY_API_KEY" {
-			return "tvly-x"
-		}
-		return ""
-	}
+	withKey := integrations.Set{"TAVILY_API_KEY": true}
 	tests := []struct {
-		name   string
-		kind   string
-		cfg    orchestrator.AgentConfig
-		getenv func(string) string
-		want   []string
+		name string
+		kind string
+		cfg  orchestrator.AgentConfig
+		set  integrations.Set
+		want []string
 	}{
 		{"direct, defaults", "direct", def, nil,
 			[]string{"script_run", "memory_write", "schedule_list", "secret_store", "secret_request", "note_get", "group_post"}},
@@ -51,7 +47,7 @@ func TestDefaultOffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DefaultOffer{Getenv: tt.getenv}.Offer(context.Background(), OfferInput{Kind: tt.kind, Config: tt.cfg}, tools)
+			got, err := DefaultOffer{Integrations: tt.set}.Offer(context.Background(), OfferInput{Kind: tt.kind, Config: tt.cfg}, tools)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 // Service starts runs and carries their tool calls. Its exported fields are set once, before use.
 type Service struct {
 	Scopes   orchestrator.ScopeStore
-	Runs     orchestrator.RunStore
+	Runs     Store
 	Registry *registry.Registry
 	Offer    OfferPolicy             // what a run offers; DefaultOffer until bindings replace it
 	Secrets  orchestrator.RunSecrets // the run's granted secret values; nil means none

@@ -9,24 +9,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/cmd/orchestrator/wire"
 	"github.com/guildsai/guilds/orchestrator/config"
-	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"
-	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet/walletpg"
-	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
-	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
-	"github.com/guildsai/guilds/orchestrator/runs"
-	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/tools/schedules"
-	"github.com/guildsai/guilds/orchestrator/tools/scripts"
-	"github.com/guildsai/guilds/orchestrator/tools/search"
-	"github.com/guildsai/guilds/orchestrator/tools/secrets"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -67,8 +57,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		fmt.Fprintf(stderr, "orchestrator: want exactly one command\n\n%s", usage)
 		return 2
 	}
-	getenv := func(k string) string { v, _ := lookup(k); return v }
-	cfg, err := config.Load(getenv, lookup, ".env")
+	cfg, err := config.Load(lookup, ".env")
 	if err != nil {
 		fmt.Fprintf(stderr, "orchestrator: %v\n", err)
 		return 1
@@ -89,19 +78,6 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	}
 	return 0
-}
-
-// envDuration reads a duration variable (a Go duration such as 90s or 10m), def when unset.
-func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", name, v)
-	}
-	return d, nil
 }
 
 // newLogger returns the JSON operational logger at the configured level.
@@ -193,7 +169,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if cfg.AdminToken == "" {
 		return errors.New("GUILDS_ADMIN_TOKEN is not set: the operator API needs a bearer token; set it in the environment or .env (make run generates one)")
 	}
-	reg := registry.New()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on GUILDS_LISTEN=%s: %w", cfg.Listen, err)
@@ -224,70 +199,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	go func() { defer close(monDone); monitor.Run(monCtx) }()
 	defer func() { stopMonitor(); <-monDone }()
 
-	store := postgres.NewStore(pool)
-	wallet.UseNonces(&walletpg.Nonces{Pool: pool}) // the Wallet's nonces, one at a time across replicas
-	if err := registerTools(reg, store); err != nil {
-		return err
-	}
-	boxes := sandboxProvider(cfg, log)
-	gh := githubApp(cfg, store, boxes, ln.Addr().String(), log)
-	sec := &secrets.Service{Store: store} // its Box once the catalog has opened the key, below
-	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log, gitEnv(gh), sec.SandboxEnv)
+	g, err := wire.Build(ctx, cfg, wire.Options{Pool: pool, Monitor: monitor, KeySource: keySource, Addr: ln.Addr().String(), Tools: h.tools, Log: log})
 	if err != nil {
 		return err
 	}
-	defer stopBrowsers()
-	scr := &scripts.Tools{Store: store, Sandboxes: boxes, SecretEnv: sec.SandboxEnv}
-	if err := scr.Register(reg); err != nil {
-		return fmt.Errorf("register script tools: %w", err)
-	}
-	if h.tools != nil {
-		if err := h.tools(reg); err != nil {
-			return err
-		}
-	}
-	idle, err := envDuration(cfg.Getenv, "GUILDS_MCP_IDLE", mcp.DefaultIdleTimeout)
-	if err != nil {
-		return err
-	}
-	listTTL, err := envDuration(cfg.Getenv, "GUILDS_MCP_LIST_TTL", bindings.DefaultListTTL)
-	if err != nil {
-		return err
-	}
-	// One MCP client session pool for the process; closed (each session's DELETE sent) once the
-	// API has finished its calls in flight.
-	var opened func(id, transport string) // set once the catalog service exists, before any session opens
-	mcpPool := mcp.New(mcp.Config{Logger: log, IdleTimeout: idle, OnOpen: func(id string, t mcp.Transport) { opened(id, string(t)) }})
-	defer mcpPool.Close()
-	cat, policy, err := catalogService(ctx, cfg, store, reg, log, mcp.Client{Pool: mcpPool}, localAdapters{Sandboxes: boxes, Log: log}, listTTL)
-	if err != nil {
-		return err
-	}
-	opened = cat.Remote.SessionOpened
-	gh.Box, cat.GitHub = cat.Box, gh
-	sec.Box = cat.Box
-	if err := sec.Register(reg); err != nil {
-		return fmt.Errorf("register secret tools: %w", err)
-	}
-	web := search.FromEnv(cfg.Getenv)
-	if err := web.Register(reg); err != nil {
-		return err
-	}
-	gate := &githubGate{Policy: policy, app: gh} // the bindings' offer and state, with GitHub's generation start
-	svc := &runs.Service{
-		Scopes: store, Runs: store, Registry: reg,
-		Offer:   gate,
-		Dynamic: scr,
-		MCP:     cat.Remote,
-		State:   gate,
-		Secrets: bindings.JoinSecrets(sec, web, bindings.ConnectionSecrets{Store: store, Box: cat.Box}, gh),
-		Log:     log,
-	}
-	met := newMetrics(pool, boxes)
-	svc.Observe = met.observeCall
-	if addr := cfg.Getenv("GUILDS_METRICS_LISTEN"); addr != "" {
+	defer g.Close()
+	svc := g.Runs
+	if cfg.MetricsListen != "" {
 		mctx, stopMetrics := context.WithCancel(ctx)
-		waitMetrics, err := met.serveMetrics(mctx, addr, log)
+		waitMetrics, err := g.Metrics.Serve(mctx, cfg.MetricsListen, log)
 		if err != nil {
 			stopMetrics()
 			return err
@@ -310,15 +230,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	schedDone := make(chan struct{})
 	go func() {
 		defer close(schedDone)
-		(&schedules.Scheduler{Store: store, Runs: svc, Log: log}).Run(schedCtx)
+		(&schedules.Scheduler{Store: g.Store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh, AdminToken: cfg.AdminToken, SecretKeySource: keySource, Getenv: cfg.Getenv, Sandbox: reporter(boxes), Health: health{db: monitor, box: boxes}, Metrics: met.handler(), OnError: met.observeError, Log: log,
-		SSO: singleSignOn(cfg, store, cat.Box, log), PublicBaseURL: strings.TrimSpace(cfg.Getenv("PUBLIC_BASE_URL"))})
+	app := g.App
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	addr := ln.Addr().String()
-	log.Info("listening", "addr", "http://"+addr, "tools", len(reg.List()))
+	log.Info("listening", "addr", "http://"+addr, "tools", len(g.Registry.List()))
 	if h.listening != nil {
 		h.listening(addr)
 	}
@@ -337,22 +256,5 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	svc.Drain(drainCtx)
 	stopDrain()
 	log.Info("stopped")
-	return nil
-}
-
-// health is what /readyz and the API's 503s ask: the database monitor and the sandbox backend.
-type health struct {
-	db  *postgres.Monitor
-	box sandbox.Provider
-}
-
-// DatabaseErr returns the monitor's verdict.
-func (h health) DatabaseErr(ctx context.Context, cause error) error { return h.db.Err(ctx, cause) }
-
-// SandboxErr returns why the sandbox backend cannot run calls, nil when it can.
-func (h health) SandboxErr() error {
-	if u, ok := h.box.(sandbox.Unavailable); ok {
-		return u.Err
-	}
 	return nil
 }

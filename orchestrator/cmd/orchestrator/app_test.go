@@ -121,6 +121,16 @@ func request(t testing.TB, method, url string, body any) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// must sends a request and fails unless it answers want.
+func must(t testing.TB, want int, method, url string, body any) map[string]any {
+	t.Helper()
+	st, out := request(t, method, url, body)
+	if st != want {
+		t.Fatalf("%s %s: %d %v, want %d", method, url, st, out, want)
+	}
+	return out
+}
+
 // TestServeEmbeddedCluster starts serve with DATABASE_URL unset in a fresh GUILDS_DATA_DIR: it
 // initialises and starts its own PostgreSQL, answers, stops it on shutdown, and finds its data again
 // on the next start.
@@ -372,30 +382,6 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		if code := run(context.Background(), []string{"serve"}, lookupOf(env), &out, &errb, hooks{}); code != 1 ||
 			!strings.Contains(errb.String(), bad.name) || !strings.Contains(errb.String(), bad.says) {
 			t.Errorf("%s=%s: exit %d: %s", bad.name, bad.value, code, errb.String())
-		}
-	}
-}
-
-// TestEnvDuration: the MCP durations take Go durations, default when unset, and refuse the rest.
-func TestEnvDuration(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		want  time.Duration
-		bad   bool
-	}{
-		{"", 10 * time.Minute, false},
-		{"90s", 90 * time.Second, false},
-		{"2h", 2 * time.Hour, false},
-		{"ten minutes", 0, true},
-		{"-1m", 0, true},
-		{"0s", 0, true},
-	} {
-		got, err := envDuration(func(string) string { return tc.value }, "GUILDS_MCP_IDLE", 10*time.Minute)
-		if (err != nil) != tc.bad || got != tc.want {
-			t.Errorf("%q: got %v, %v", tc.value, got, err)
-		}
-		if err != nil && !strings.Contains(err.Error(), "GUILDS_MCP_IDLE") {
-			t.Errorf("%q: the error does not name the variable: %v", tc.value, err)
 		}
 	}
 }

@@ -12,15 +12,17 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/connections"
 )
 
 // Adapter is one local adapter: a catalog slug, its Connect check and its tools.
 type Adapter interface {
 	// Slug is the catalog slug the adapter serves (coingecko, qonto, ...).
 	Slug() string
-	// Verify asks the provider whether the login works; a rejected login is an *Error of
-	// KindRejected, a provider that is down one of KindDown.
-	Verify(ctx context.Context, l Login) (Verification, error)
+	// Verify asks the provider whether the login works (what it learns is the Verification's
+	// AccountHint); a rejected login is an *Error of KindRejected, a provider that is down one of
+	// KindDown.
+	Verify(ctx context.Context, l Login) (connections.Verification, error)
 	// Call runs one curated tool (its bare name, e.g. "search") with arguments already checked
 	// against the listed schema, and returns the compact result; a failure is an *Error whose
 	// text is one line fit for the model.
@@ -30,33 +32,20 @@ type Adapter interface {
 // Login is what an adapter call runs with: the stored credentials, the catalog row's URLs and the
 // injected parts. Its credentials never appear in a log line or an error text.
 type Login struct {
-	Credentials map[string]string // the token form's fields: api_key, bearer_token, login and secret_key, ...
-	URL         string            // the catalog row's url (the admin's when set)
-	Endpoints   map[string]string // the catalog row's named endpoints (the admin's when set)
-	Client      *http.Client      // nil is a client of the frame's own; its timeout is capped at Timeout
-	Now         func() time.Time  // nil is time.Now
-	Coins       []string          // Pinned prices: the coin ids Verify checks are quoted
-	Files       FileReader        // Qonto upload_invoice: the run's sandbox file API
-	Bearer      Bearer            // an OAuth login's access token (Gmail), renewed by the orchestrator; nil: read credentials
-}
-
-// Bearer is an OAuth login's token source (bindings.Bearer): the Authorization header of each
-// request, one renewal after a 401, and the renewed tokens sent, which a result must not show.
-type Bearer interface {
-	Header(ctx context.Context) (http.Header, error)
-	Rejected(ctx context.Context) error
-	Renewed() []string
+	Credentials map[string]string  // the token form's fields: api_key, bearer_token, login and secret_key, ...
+	URL         string             // the catalog row's url (the admin's when set)
+	Endpoints   map[string]string  // the catalog row's named endpoints (the admin's when set)
+	Client      *http.Client       // nil is a client of the frame's own; its timeout is capped at Timeout
+	Now         func() time.Time   // nil is time.Now
+	Coins       []string           // Pinned prices: the coin ids Verify checks are quoted
+	Files       FileReader         // Qonto upload_invoice: the run's sandbox file API
+	Bearer      connections.Bearer // an OAuth login's access token (Gmail), renewed by the orchestrator; nil: read credentials
 }
 
 // FileReader reads a file of the agent's workspace through the sandbox file API (a path under
 // /home/agent by the workspace file rules, size checked by the implementation).
 type FileReader interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)
-}
-
-// Verification is what a successful Connect check learned.
-type Verification struct {
-	AccountHint string // what to show for the login ("" keeps the operator's)
 }
 
 // NewLogin is the Login of a catalog row (its url and endpoints, the admin's when set) and a

@@ -1,9 +1,9 @@
 package github_test
 
 import (
-	"context"
-	"github.com/guildsai/guilds/shared/benchtest"
 	"testing"
+
+	"github.com/guildsai/guilds/shared/benchtest"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
@@ -12,20 +12,6 @@ import (
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
-
-// gate is cmd's generation-start gate: the bindings' offer, then the App's tokens for a coding run.
-type gate struct {
-	*bindings.Policy
-	app *github.Service
-}
-
-func (g gate) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
-	n, m, err := g.Policy.OfferWithMCP(ctx, in, tools)
-	if err == nil && in.Config.Coding {
-		_, err = g.app.Prepare(ctx, in.Agent)
-	}
-	return n, m, err
-}
 
 // BenchmarkGenerationStart starts a coding agent's run with three repositories across two
 // installations (two picked by the guild's login, one extra guild URL reached through the
@@ -53,9 +39,9 @@ func BenchmarkGenerationStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	reg := registry.New()
-	policy := &bindings.Policy{Store: w.store, Rules: runs.DefaultOffer{Getenv: func(string) string { return "" }}}
+	policy := &bindings.Policy{Store: w.store}
 	plain := &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: policy}
-	withGH := &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: gate{Policy: policy, app: w.svc}}
+	withGH := &runs.Service{Scopes: w.store, Runs: w.store, Registry: reg, Offer: &github.Gate{Policy: policy, App: w.svc}}
 	coding := true
 	req := runs.StartRequest{Kind: orchestrator.KindDirect, Config: orchestrator.ConfigPatch{Coding: &coding}}
 	repos, err := w.svc.Prepare(ctx, w.a1)

@@ -8,11 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connectors/github"
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
 )
 
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// envOf is the App's settings as the variables of m give them.
+func envOf(m map[string]string) orchestrator.GitHubAppEnv {
+	return orchestrator.GitHubAppEnv{AppID: m[github.EnvAppID], Slug: m[github.EnvSlug], PrivateKey: m[github.EnvPrivateKey],
+		ClientID: m[github.EnvClientID], ClientSecret: m[github.EnvClientSecret], APIURL: m[github.EnvAPIURL], WebURL: m[github.EnvWebURL], CAFile: m[github.EnvCAFile]}
+}
 
 // TestSetupState: every variable set is configured; a missing one or a key that does not parse
 // is unsupported, naming what to set and never echoing a value.

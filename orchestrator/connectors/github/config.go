@@ -57,16 +57,17 @@ type Config struct {
 	http         *http.Client
 }
 
-// FromEnv reads the App's configuration. A key that does not parse, a bad URL or an unreadable CA
-// file is a problem (SetupState unsupported), never a panic or a value in the message.
-func FromEnv(getenv func(string) string) Config {
+// FromEnv reads the App's configuration from its variables' values. A key that does not parse, a
+// bad URL or an unreadable CA file is a problem (SetupState unsupported), never a panic or a value
+// in the message.
+func FromEnv(e orchestrator.GitHubAppEnv) Config {
 	c := Config{
-		AppID: strings.TrimSpace(getenv(EnvAppID)), Slug: strings.TrimSpace(getenv(EnvSlug)),
-		ClientID: strings.TrimSpace(getenv(EnvClientID)), ClientSecret: strings.TrimSpace(getenv(EnvClientSecret)),
-		APIURL: strings.TrimRight(strings.TrimSpace(getenv(EnvAPIURL)), "/"), WebURL: strings.TrimRight(strings.TrimSpace(getenv(EnvWebURL)), "/"),
-		CAFile: strings.TrimSpace(getenv(EnvCAFile)),
+		AppID: strings.TrimSpace(e.AppID), Slug: strings.TrimSpace(e.Slug),
+		ClientID: strings.TrimSpace(e.ClientID), ClientSecret: strings.TrimSpace(e.ClientSecret),
+		APIURL: strings.TrimRight(strings.TrimSpace(e.APIURL), "/"), WebURL: strings.TrimRight(strings.TrimSpace(e.WebURL), "/"),
+		CAFile: strings.TrimSpace(e.CAFile),
 	}
-	pem := getenv(EnvPrivateKey)
+	pem := e.PrivateKey
 	for name, v := range map[string]string{EnvAppID: c.AppID, EnvSlug: c.Slug, EnvPrivateKey: strings.TrimSpace(pem), EnvClientID: c.ClientID, EnvClientSecret: c.ClientSecret} {
 		if v == "" {
 			c.Missing = append(c.Missing, name)

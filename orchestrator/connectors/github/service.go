@@ -47,9 +47,6 @@ type Store interface {
 	AgentTokens(ctx context.Context, agentID string) ([]orchestrator.GitHubAgentToken, error)
 }
 
-// CallbackPath is the callback the App is registered with (shared with the OAuth logins).
-const CallbackPath = "/api/mcp/oauth/callback"
-
 // CookieName is the short-lived cookie that finds the state when GitHub drops it after the authorize hop.
 const CookieName = "guilds_github_state"
 
@@ -62,7 +59,7 @@ type Service struct {
 	Client    *Client
 	Store     Store
 	Box       *sealed.Box // GUILDS_SECRET_KEY: seals the stored tokens
-	PublicURL string      // PUBLIC_BASE_URL, without a trailing slash: the callback is PublicURL + CallbackPath
+	PublicURL string      // PUBLIC_BASE_URL, without a trailing slash: the callback is PublicURL + orchestrator.OAuthCallbackPath
 	Log       *slog.Logger
 	Now       func() time.Time
 	Sandboxes sandbox.Provider // where the tokens go
@@ -84,7 +81,7 @@ func (s *Service) log() *slog.Logger {
 }
 
 // Callback is the URL GitHub sends the browser back to.
-func (s *Service) Callback() string { return s.PublicURL + CallbackPath }
+func (s *Service) Callback() string { return s.PublicURL + orchestrator.OAuthCallbackPath }
 
 // SetupState is the access views' oauth_setup_state for GitHub.
 func (s *Service) SetupState() string { return s.Config.SetupState() }

@@ -15,6 +15,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/catalog"
+	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
 	"github.com/guildsai/guilds/orchestrator/connectors/github"
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -53,7 +54,7 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&bindings.Service{Store: store, Registry: registry.New(), Manifests: manifests}).Seed(ctx); err != nil {
+	if err := (&bindings.Service{Service: &lifecycle.Service{Store: store, Manifests: manifests}, Store: store, Registry: registry.New()}).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)

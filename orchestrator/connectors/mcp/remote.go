@@ -9,18 +9,18 @@ import (
 	"strings"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/pipeline"
 )
 
-// Client is the pool as the bindings' MCP client: logins become pooled connections whose
+// Client is the pool as the connections' MCP client: logins become pooled connections whose
 // credentials reach each request through the manifest's header and scheme.
 type Client struct{ Pool *Pool }
 
-var _ bindings.MCPClient = Client{}
+var _ connections.MCPClient = Client{}
 
 // connection is the pool's view of a login.
-func connection(l bindings.RemoteLogin) Connection {
+func connection(l connections.RemoteLogin) Connection {
 	c := Connection{ID: l.ConnectionID, Slug: l.Server.Slug, URL: l.Server.URL, Transport: Transport(l.Transport)}
 	if l.Server.Auth == orchestrator.AuthToken {
 		key := l.Credentials["api_key"]
@@ -38,7 +38,7 @@ func connection(l bindings.RemoteLogin) Connection {
 // renewed reports whether a call refused for its credentials may be retried: an OAuth login whose
 // server answered 401 renews its token once, and the call runs again with the new one (a 403 is a
 // missing permission, which a new token of the same grant does not cure).
-func renewed(ctx context.Context, l bindings.RemoteLogin, err error) (bool, error) {
+func renewed(ctx context.Context, l connections.RemoteLogin, err error) (bool, error) {
 	// describe words a refusal "<what>: the server refused the credentials (HTTP <status>)".
 	if l.Bearer == nil || !errors.Is(err, ErrRejected) || !strings.HasSuffix(err.Error(), "(HTTP 401)") {
 		return false, err
@@ -50,7 +50,7 @@ func renewed(ctx context.Context, l bindings.RemoteLogin, err error) (bool, erro
 }
 
 // ListTools lists the login's tools through its pooled session.
-func (c Client) ListTools(ctx context.Context, l bindings.RemoteLogin) (bindings.RemoteListing, error) {
+func (c Client) ListTools(ctx context.Context, l connections.RemoteLogin) (connections.RemoteListing, error) {
 	listing, err := c.Pool.ListTools(ctx, connection(l))
 	if retry, rerr := renewed(ctx, l, err); retry {
 		listing, err = c.Pool.ListTools(ctx, connection(l))
@@ -58,9 +58,9 @@ func (c Client) ListTools(ctx context.Context, l bindings.RemoteLogin) (bindings
 		err = rerr
 	}
 	if err != nil {
-		return bindings.RemoteListing{}, err
+		return connections.RemoteListing{}, err
 	}
-	out := bindings.RemoteListing{Transport: string(listing.Transport), Tools: make([]orchestrator.ListedTool, len(listing.Tools))}
+	out := connections.RemoteListing{Transport: string(listing.Transport), Tools: make([]orchestrator.ListedTool, len(listing.Tools))}
 	for i, t := range listing.Tools {
 		out.Tools[i] = orchestrator.ListedTool{RemoteName: t.RemoteName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
@@ -68,7 +68,7 @@ func (c Client) ListTools(ctx context.Context, l bindings.RemoteLogin) (bindings
 }
 
 // CallTool calls one listed tool with the model's arguments (numbers kept as written).
-func (c Client) CallTool(ctx context.Context, l bindings.RemoteLogin, t orchestrator.ListedTool, args json.RawMessage) (string, error) {
+func (c Client) CallTool(ctx context.Context, l connections.RemoteLogin, t orchestrator.ListedTool, args json.RawMessage) (string, error) {
 	var m map[string]any
 	if len(bytes.TrimSpace(args)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(args))

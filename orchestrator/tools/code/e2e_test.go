@@ -140,7 +140,7 @@ func newEnv(t testing.TB, p sandbox.Provider) *env {
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{},
 		Secrets: fixedSecrets{secretValue}, Log: log}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Getenv: func(string) string { return "" }, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Log: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

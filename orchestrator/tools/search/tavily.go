@@ -50,11 +50,6 @@ type Tavily struct {
 	Timeout time.Duration // 0 means DefaultTimeout
 }
 
-// FromEnv returns a Tavily configured from the orchestrator's configuration.
-func FromEnv(getenv func(string) string) *Tavily {
-	return &Tavily{Key: strings.TrimSpace(getenv(KeyVar)), BaseURL: strings.TrimSpace(getenv(BaseURLVar))}
-}
-
 // Register adds tavily_search to reg, in the search family.
 func (t *Tavily) Register(reg *registry.Registry) error {
 	err := reg.Register(registry.Tool{

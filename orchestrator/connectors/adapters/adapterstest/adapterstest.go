@@ -4,6 +4,7 @@ package adapterstest
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -166,4 +167,26 @@ func Series(n int, start, step int64, value func(i int) float64) []byte {
 	}
 	b.WriteByte(']')
 	return b.Bytes()
+}
+
+// CoinGecko is CoinGecko Pro on loopback accepting key: ping, and a search whose one coin is
+// named after the key it was sent (an echo, so redaction can be seen), plus simple/price for
+// Pinned prices.
+func CoinGecko(t testing.TB, key string) *Fake {
+	f := NewFake(t, func(r *http.Request) bool { return r.Header.Get("x-cg-pro-api-key") == key })
+	f.Deny = []byte(`{"status":{"error_code":10002,"error_message":"API Key Missing"}}`)
+	f.JSON("GET /api/v3/ping", 200, []byte(`{"gecko_says":"(V3) To the Moon!"}`))
+	f.Handle("GET /api/v3/search", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"coins": []any{map[string]any{"id": "bitcoin", "name": "Bitcoin " + r.Header.Get("x-cg-pro-api-key"), "symbol": "BTC", "market_cap_rank": 1}}})
+	})
+	f.Handle("GET /api/v3/simple/price", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]any{}
+		for _, id := range strings.Split(r.URL.Query().Get("ids"), ",") {
+			if id == "bitcoin" || id == "ethereum" {
+				out[id] = map[string]any{"usd": 67187.3, "usd_24h_change": -1.25, "last_updated_at": 1711843200}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return f
 }

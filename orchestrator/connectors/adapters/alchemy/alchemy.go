@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -67,19 +68,19 @@ func base(l adapters.Login, chain string) (string, error) {
 }
 
 // Verify lists the NFTs of the zero owner on ethereum.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	b, err := base(l, "ethereum")
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	var out struct {
 		Owned []json.RawMessage `json:"ownedNfts"`
 	}
 	q := url.Values{"owner": {zeroOwner}, "withMetadata": {"false"}, "pageSize": {"1"}}
 	if err := client(l).JSON(ctx, adapters.Get(b, "/getNFTsForOwner", q, "the NFT API"), &out); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
-	return adapters.Verification{}, nil
+	return connections.Verification{}, nil
 }
 
 // Call runs one Alchemy tool.

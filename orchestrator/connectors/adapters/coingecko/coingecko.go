@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -65,14 +66,14 @@ func classify(tool string, status int, body []byte) error {
 }
 
 // Verify pings /ping with the key.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	var out struct {
 		Says string `json:"gecko_says"`
 	}
 	if err := Client(l, "").JSON(ctx, adapters.Get(l.URL, "/ping", nil, "the /ping endpoint"), &out); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
-	return adapters.Verification{}, nil
+	return connections.Verification{}, nil
 }
 
 // Call runs one CoinGecko tool.

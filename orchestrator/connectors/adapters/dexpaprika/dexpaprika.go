@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -42,20 +43,20 @@ func client(l adapters.Login) adapters.HTTP {
 }
 
 // Verify checks /usage: 401, 403 (no retry elsewhere) or a keyless plan is a rejected key.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	var out map[string]any
 	if err := client(l).JSON(ctx, adapters.Get(l.URL, "/usage", nil, "the /usage endpoint"), &out); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	plan := planOf(out)
 	if keyless(out, 0) {
-		return adapters.Verification{}, &adapters.Error{Kind: adapters.KindRejected, KeyInvalid: true, Provider: provider,
+		return connections.Verification{}, &adapters.Error{Kind: adapters.KindRejected, KeyInvalid: true, Provider: provider,
 			Msg: "answered /usage with a keyless plan: the key was not recognised; paste a DexPaprika API key"}
 	}
 	if plan == "" {
-		return adapters.Verification{}, nil
+		return connections.Verification{}, nil
 	}
-	return adapters.Verification{AccountHint: plan + " plan"}, nil
+	return connections.Verification{AccountHint: plan + " plan"}, nil
 }
 
 // keyless reports whether a /usage answer says the request ran on the keyless plan: a string

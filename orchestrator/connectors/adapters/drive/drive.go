@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -32,21 +32,13 @@ const (
 	fileFields   = "id,name,mimeType,parents,driveId,size,modifiedTime,createdTime,webViewLink,trashed"
 )
 
-// Workspace is the run's sandbox file API, by the workspace file rules (paths under /home/agent,
-// relative to the run's working directory, size capped).
-type Workspace interface {
-	ReadFile(ctx context.Context, path string) ([]byte, error)
-	// WriteFile writes a file and returns the sandbox path it wrote.
-	WriteFile(ctx context.Context, path string, data []byte) (string, error)
-}
-
-// Drive implements bindings.DriveAPI over the Drive API (the manifest's api endpoint).
+// Drive implements connections.DriveAPI over the Drive API (the manifest's api endpoint).
 type Drive struct {
-	Client *http.Client                         // nil is the frame's
-	Files  func(run orchestrator.Run) Workspace // the run's workspace; nil: create and download are refused
+	Client *http.Client                                  // nil is the frame's
+	Files  func(run orchestrator.Run) adapters.Workspace // the run's workspace (adapters.Local.Workspace); nil: create and download are refused
 }
 
-var _ bindings.DriveAPI = Drive{}
+var _ connections.DriveAPI = Drive{}
 
 // File is a Drive API file, the fields read.
 type File struct {
@@ -65,12 +57,12 @@ type File struct {
 // api is one call's view of the Drive API with the login's bearer.
 type api struct {
 	srv    orchestrator.MCPServer
-	bearer bindings.Bearer
+	bearer connections.Bearer
 	client *http.Client
 	base   string
 }
 
-func (d Drive) api(srv orchestrator.MCPServer, b bindings.Bearer) (*api, error) {
+func (d Drive) api(srv orchestrator.MCPServer, b connections.Bearer) (*api, error) {
 	base := strings.TrimRight(strings.TrimSpace(srv.Endpoints["api"]), "/")
 	if base == "" {
 		return nil, adapters.Invalid(provider, `the catalog row has no "api" endpoint; an instance admin sets it under Connector catalog`)
@@ -143,13 +135,13 @@ func (a *api) list(ctx context.Context, q url.Values) ([]File, string, error) {
 }
 
 // Folders lists the picker's entries under parent.
-func (d Drive) Folders(ctx context.Context, srv orchestrator.MCPServer, b bindings.Bearer, parent string) ([]bindings.DriveFolder, error) {
+func (d Drive) Folders(ctx context.Context, srv orchestrator.MCPServer, b connections.Bearer, parent string) ([]connections.DriveFolder, error) {
 	a, err := d.api(srv, b)
 	if err != nil {
 		return nil, err
 	}
 	if parent == "" {
-		out := []bindings.DriveFolder{{ID: "root", Name: "My Drive", Kind: "my_drive"}, {ID: sharedWithMe, Name: "Shared with me", Kind: "shared_with_me"}}
+		out := []connections.DriveFolder{{ID: "root", Name: "My Drive", Kind: "my_drive"}, {ID: sharedWithMe, Name: "Shared with me", Kind: "shared_with_me"}}
 		var drives struct {
 			Drives []struct{ ID, Name string } `json:"drives"`
 		}
@@ -157,7 +149,7 @@ func (d Drive) Folders(ctx context.Context, srv orchestrator.MCPServer, b bindin
 			return nil, err
 		}
 		for _, sd := range drives.Drives {
-			out = append(out, bindings.DriveFolder{ID: sd.ID, Name: sd.Name, Kind: "shared_drive", DriveID: sd.ID, Selectable: true})
+			out = append(out, connections.DriveFolder{ID: sd.ID, Name: sd.Name, Kind: "shared_drive", DriveID: sd.ID, Selectable: true})
 		}
 		return out, nil
 	}
@@ -171,38 +163,38 @@ func (d Drive) Folders(ctx context.Context, srv orchestrator.MCPServer, b bindin
 	if err != nil {
 		return nil, err
 	}
-	out := make([]bindings.DriveFolder, 0, len(files))
+	out := make([]connections.DriveFolder, 0, len(files))
 	for _, f := range files {
-		out = append(out, bindings.DriveFolder{ID: f.ID, Name: f.Name, Kind: "folder", DriveID: f.DriveID, Selectable: true})
+		out = append(out, connections.DriveFolder{ID: f.ID, Name: f.Name, Kind: "folder", DriveID: f.DriveID, Selectable: true})
 	}
 	return out, nil
 }
 
 // Folder reads a folder the operator picks; My Drive's root is never selectable.
-func (d Drive) Folder(ctx context.Context, srv orchestrator.MCPServer, b bindings.Bearer, id string) (bindings.DriveFolder, error) {
+func (d Drive) Folder(ctx context.Context, srv orchestrator.MCPServer, b connections.Bearer, id string) (connections.DriveFolder, error) {
 	a, err := d.api(srv, b)
 	if err != nil {
-		return bindings.DriveFolder{}, err
+		return connections.DriveFolder{}, err
 	}
 	f, err := a.file(ctx, id)
 	if adapters.StatusOf(err) == http.StatusNotFound {
-		return bindings.DriveFolder{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "Google Drive shows this login no folder %q", id)
+		return connections.DriveFolder{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "Google Drive shows this login no folder %q", id)
 	}
 	if err != nil {
-		return bindings.DriveFolder{}, err
+		return connections.DriveFolder{}, err
 	}
 	if f.MimeType != folderType || f.Trashed {
-		return bindings.DriveFolder{}, orchestrator.Errorf(orchestrator.EINVALID, "%q (%s) is not a folder; pick a folder", f.Name, f.MimeType)
+		return connections.DriveFolder{}, orchestrator.Errorf(orchestrator.EINVALID, "%q (%s) is not a folder; pick a folder", f.Name, f.MimeType)
 	}
 	kind := "folder"
 	if f.DriveID != "" && f.ID == f.DriveID {
 		kind = "shared_drive"
 	}
-	out := bindings.DriveFolder{ID: f.ID, Name: f.Name, Kind: kind, DriveID: f.DriveID, Selectable: true}
+	out := connections.DriveFolder{ID: f.ID, Name: f.Name, Kind: kind, DriveID: f.DriveID, Selectable: true}
 	if len(f.Parents) == 0 && f.DriveID == "" { // My Drive's root, or a shared folder whose parents are hidden
 		root, err := a.file(ctx, "root")
 		if err != nil {
-			return bindings.DriveFolder{}, err
+			return connections.DriveFolder{}, err
 		}
 		if root.ID == f.ID {
 			out.Kind, out.Selectable = "my_drive", false
@@ -284,7 +276,7 @@ func (c *confined) outside(id string) error {
 }
 
 // Call runs one Drive tool confined to the login's folder.
-func (d Drive) Call(ctx context.Context, call bindings.DriveCall) (string, error) {
+func (d Drive) Call(ctx context.Context, call connections.DriveCall) (string, error) {
 	a, err := d.api(call.Server, call.Bearer)
 	if err != nil {
 		return "", err
@@ -324,7 +316,7 @@ func (d Drive) Call(ctx context.Context, call bindings.DriveCall) (string, error
 	return out, err
 }
 
-func (d Drive) workspace(call bindings.DriveCall) Workspace {
+func (d Drive) workspace(call connections.DriveCall) adapters.Workspace {
 	if d.Files == nil || call.Run == nil {
 		return nil
 	}
@@ -472,7 +464,7 @@ func (c *confined) read(ctx context.Context, id string) (string, error) {
 	return text, nil
 }
 
-func (c *confined) download(ctx context.Context, ws Workspace, args map[string]any) (string, error) {
+func (c *confined) download(ctx context.Context, ws adapters.Workspace, args map[string]any) (string, error) {
 	if ws == nil {
 		return "", adapters.Invalid(provider, "download_file_content writes into a run's workspace; call it from a run")
 	}
@@ -547,7 +539,7 @@ func (c *confined) copy(ctx context.Context, args map[string]any) (string, error
 	return "copied\n" + metadata(f), nil
 }
 
-func (c *confined) create(ctx context.Context, ws Workspace, args map[string]any) (string, error) {
+func (c *confined) create(ctx context.Context, ws adapters.Workspace, args map[string]any) (string, error) {
 	title := strings.TrimSpace(adapters.Str(args, "title"))
 	if title == "" {
 		return "", adapters.Invalid(provider, "title is required")

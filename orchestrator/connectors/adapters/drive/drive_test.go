@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/guildsai/guilds/orchestrator"
-	"github.com/guildsai/guilds/orchestrator/bindings"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"
@@ -74,27 +74,27 @@ type fixture struct {
 	d     drive.Drive
 	ws    *workspace
 	srv   orchestrator.MCPServer
-	token bindings.Bearer
+	token connections.Bearer
 }
 
 func newFixture(t *testing.T) *fixture {
 	g := googletest.New()
 	t.Cleanup(g.Close)
 	ws := &workspace{files: map[string][]byte{"/home/agent/out/summary.csv": []byte("a,b\n1,2\n")}}
-	return &fixture{g: g, ws: ws, d: drive.Drive{Files: func(orchestrator.Run) drive.Workspace { return ws }},
+	return &fixture{g: g, ws: ws, d: drive.Drive{Files: func(orchestrator.Run) adapters.Workspace { return ws }},
 		srv: orchestrator.MCPServer{Slug: "drive", Name: "Google Drive", Endpoints: orchestrator.Endpoints{"api": g.URL + "/drive/v3"}}, token: token(g.Grant())}
 }
 
 func (f *fixture) call(folder, tool string, args map[string]any) (string, error) {
-	return f.d.Call(context.Background(), bindings.DriveCall{Server: f.srv, ConnectionID: "conn_1", Bearer: f.token, Tool: tool, Args: args,
-		Folder: bindings.DriveSettings{FolderID: folder}, Run: &orchestrator.Run{ID: "run_1", AgentID: "agent_1"}})
+	return f.d.Call(context.Background(), connections.DriveCall{Server: f.srv, ConnectionID: "conn_1", Bearer: f.token, Tool: tool, Args: args,
+		Folder: connections.DriveSettings{FolderID: folder}, Run: &orchestrator.Run{ID: "run_1", AgentID: "agent_1"}})
 }
 
 // TestFolders: the picker's roots, a folder's subfolders, Shared with me, and which can be picked.
 func TestFolders(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	names := func(fs []bindings.DriveFolder) (out []string) {
+	names := func(fs []connections.DriveFolder) (out []string) {
 		for _, x := range fs {
 			out = append(out, x.Name+"/"+x.Kind+map[bool]string{true: "+", false: "-"}[x.Selectable])
 		}
@@ -268,8 +268,8 @@ func BenchmarkConfinedSearch(b *testing.B) {
 	srv := orchestrator.MCPServer{Slug: "drive", Endpoints: orchestrator.Endpoints{"api": g.URL + "/drive/v3"}}
 	raw := g.URL + "/drive/v3/files?q=" + url.QueryEscape("(name contains 'report') and trashed = false") + "&supportsAllDrives=true&includeItemsFromAllDrives=true&corpora=allDrives"
 	adapterstest.Compare(b, "search", raw, http.Header{"Authorization": {"Bearer " + tok}}, func() error {
-		out, err := d.Call(context.Background(), bindings.DriveCall{Server: srv, Bearer: token(tok), Tool: "search_files",
-			Args: map[string]any{"query": "title contains 'report'"}, Folder: bindings.DriveSettings{FolderID: googletest.Projects}})
+		out, err := d.Call(context.Background(), connections.DriveCall{Server: srv, Bearer: token(tok), Tool: "search_files",
+			Args: map[string]any{"query": "title contains 'report'"}, Folder: connections.DriveSettings{FolderID: googletest.Projects}})
 		if err == nil && (!strings.Contains(out, "report.txt") || strings.Contains(out, "secret")) {
 			err = errors.New("the confined search answered " + out)
 		}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -119,21 +120,21 @@ func decode(body []byte, out any) error {
 }
 
 // Verify pings /users/me/profile and names the mailbox's address.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	c, err := newClient(l)
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	var p struct {
 		Email string `json:"emailAddress"`
 	}
 	if err := c.get(ctx, "/profile", nil, "the mailbox profile", &p); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if p.Email == "" {
-		return adapters.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: provider, Msg: "the profile names no emailAddress"}
+		return connections.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: provider, Msg: "the profile names no emailAddress"}
 	}
-	return adapters.Verification{AccountHint: adapters.Clip(p.Email, 200)}, nil
+	return connections.Verification{AccountHint: adapters.Clip(p.Email, 200)}, nil
 }
 
 // Call runs one Gmail tool; tokens renewed during the call are scrubbed from its answer.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -30,12 +32,6 @@ func init() { adapters.Register(Adapter{}) }
 // Adapter is the Pinned prices adapter.
 type Adapter struct{}
 
-// Coin is the frame's coin: id, symbol and name.
-type Coin = adapters.Coin
-
-// Price is the frame's quote of one pinned coin.
-type Price = adapters.Price
-
 var _ adapters.Coins = Adapter{}
 
 // Slug returns "pinned_prices".
@@ -48,14 +44,14 @@ func client(l adapters.Login) adapters.HTTP {
 
 // Verify pings the key, then checks that CoinGecko quotes every id in l.Coins: an id it does not
 // quote is a refused Connect (KindInvalid, naming the ids).
-func (a Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (a Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	if err := client(l).JSON(ctx, adapters.Get(l.URL, "/ping", nil, "the /ping endpoint"), new(map[string]any)); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if len(l.Coins) == 0 {
-		return adapters.Verification{}, nil
+		return connections.Verification{}, nil
 	}
-	return adapters.Verification{}, a.Check(ctx, l, l.Coins)
+	return connections.Verification{}, a.Check(ctx, l, l.Coins)
 }
 
 // Check asks /simple/price for ids and refuses the list when CoinGecko does not quote one.
@@ -95,7 +91,7 @@ func simplePrice(ctx context.Context, l adapters.Login, ids []string) (map[strin
 
 // Quote quotes the pinned coins in one /simple/price request, in their order; a coin CoinGecko
 // did not quote this time has a nil USD. quoted_at is CoinGecko's last update, else the clock.
-func (Adapter) Quote(ctx context.Context, l adapters.Login, coins []Coin) ([]Price, error) {
+func (Adapter) Quote(ctx context.Context, l adapters.Login, coins []orchestrator.Coin) ([]orchestrator.PinnedPrice, error) {
 	if len(coins) == 0 {
 		return nil, nil
 	}
@@ -108,9 +104,9 @@ func (Adapter) Quote(ctx context.Context, l adapters.Login, coins []Coin) ([]Pri
 		return nil, err
 	}
 	now := l.Clock().UTC()
-	out := make([]Price, len(coins))
+	out := make([]orchestrator.PinnedPrice, len(coins))
 	for i, c := range coins {
-		p := Price{ID: c.ID, Symbol: c.Symbol, Name: c.Name, QuotedAt: now}
+		p := orchestrator.PinnedPrice{Coin: c, QuotedAt: now}
 		if m, ok := got[c.ID]; ok {
 			if v, ok := m["usd"]; ok {
 				p.USD = &v
@@ -128,13 +124,13 @@ func (Adapter) Quote(ctx context.Context, l adapters.Login, coins []Coin) ([]Pri
 }
 
 // Search finds coins for the picker by name or symbol, at most 20, best first.
-func (Adapter) Search(ctx context.Context, l adapters.Login, q string) ([]Coin, error) {
+func (Adapter) Search(ctx context.Context, l adapters.Login, q string) ([]orchestrator.Coin, error) {
 	q = strings.TrimSpace(q)
 	if q == "" {
 		return nil, adapters.Invalid(provider, "q is required")
 	}
 	var out struct {
-		Coins []Coin `json:"coins"`
+		Coins []orchestrator.Coin `json:"coins"`
 	}
 	if err := client(l).JSON(ctx, adapters.Get(l.URL, "/search", url.Values{"query": {q}}, "search "+q), &out); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/pinnedprices"
@@ -66,7 +67,7 @@ func TestVerify(t *testing.T) {
 
 func TestQuote(t *testing.T) {
 	f, l := fake(t)
-	ps, err := pinnedprices.Adapter{}.Quote(context.Background(), l, []pinnedprices.Coin{{ID: "ethereum", Symbol: "ETH", Name: "Ethereum"}, {ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}, {ID: "gone-coin", Symbol: "GONE", Name: "Gone"}})
+	ps, err := pinnedprices.Adapter{}.Quote(context.Background(), l, []orchestrator.Coin{{ID: "ethereum", Symbol: "ETH", Name: "Ethereum"}, {ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}, {ID: "gone-coin", Symbol: "GONE", Name: "Gone"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestQuote(t *testing.T) {
 		t.Errorf("quoted_at %v, %v", ps[1].QuotedAt, ps[2].QuotedAt)
 	}
 	f.JSON("GET /api/v3/simple/price", 503, nil)
-	if _, err := (pinnedprices.Adapter{}).Quote(context.Background(), l, []pinnedprices.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); !adapters.IsDown(err) {
+	if _, err := (pinnedprices.Adapter{}).Quote(context.Background(), l, []orchestrator.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); !adapters.IsDown(err) {
 		t.Errorf("503: %v", err)
 	}
 }
@@ -91,7 +92,7 @@ func TestSearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(coins) != 3 || coins[0] != (pinnedprices.Coin{ID: "ethereum", Symbol: "ETH", Name: "Ethereum"}) {
+	if len(coins) != 3 || coins[0] != (orchestrator.Coin{ID: "ethereum", Symbol: "ETH", Name: "Ethereum"}) {
 		t.Errorf("coins %+v", coins)
 	}
 	if f.Last().URL.Query().Get("query") != "eth" || f.Denied != 0 {
@@ -113,7 +114,7 @@ func TestCoinsByLookup(t *testing.T) {
 	if err := c.Check(context.Background(), l, []string{"bitcoin", "ethereum"}); err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := c.Quote(context.Background(), l, []adapters.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); err != nil || len(ps) != 1 || ps[0].USD == nil {
+	if ps, err := c.Quote(context.Background(), l, []orchestrator.Coin{{ID: "bitcoin", Symbol: "BTC", Name: "Bitcoin"}}); err != nil || len(ps) != 1 || ps[0].USD == nil {
 		t.Fatalf("quote %+v, %v", ps, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -89,10 +90,10 @@ func org(ctx context.Context, l adapters.Login) (organization, error) {
 }
 
 // Verify pings /v2/organization; the account hint is the organization's name.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	o, err := org(ctx, l)
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	hint := o.Organization.LegalName
 	if hint == "" {
@@ -101,7 +102,7 @@ func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verificat
 	if hint == "" {
 		hint = o.Organization.Slug
 	}
-	return adapters.Verification{AccountHint: hint}, nil
+	return connections.Verification{AccountHint: hint}, nil
 }
 
 // Call runs one Qonto tool.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -38,18 +39,18 @@ func client(l adapters.Login) adapters.HTTP {
 }
 
 // Verify checks the key's balance with /oapi/my/info.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	var out map[string]any
 	if err := client(l).JSON(ctx, adapters.Get(l.URL, "/oapi/my/info", nil, "account info"), &out); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if err := statusError(out, "account info"); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if n, ok := adapters.Num(out["recharge_credits"]); ok {
-		return adapters.Verification{AccountHint: adapters.Number(n) + " credits"}, nil
+		return connections.Verification{AccountHint: adapters.Number(n) + " credits"}, nil
 	}
-	return adapters.Verification{}, nil
+	return connections.Verification{}, nil
 }
 
 // statusError reads TwitterAPI.io's 200 answers that say {"status":"error","msg":...}.

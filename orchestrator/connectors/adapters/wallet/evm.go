@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -508,7 +509,7 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 	}
 	var hash common.Hash
 	var nonce uint64
-	err := currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *NonceState) (*NonceState, error) {
+	err := currentNonces().Use(ctx, e.id, strings.ToLower(e.from.Hex()), func(stored *orchestrator.NonceState) (*orchestrator.NonceState, error) {
 		n, err := e.nextNonce(ctx, stored)
 		if err != nil {
 			return nil, err
@@ -540,7 +541,7 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 			return nil, &adapters.Error{Kind: adapters.KindDown, Provider: e.rpc.http.Provider,
 				Msg: "did not confirm the broadcast, so the transaction " + hash.Hex() + " may or may not be sent; look it up at " + e.chain.txURL(hash.Hex()) + " before sending again"}
 		}
-		return &NonceState{Next: nonce + 1, Hash: hash.Hex()}, nil
+		return &orchestrator.NonceState{Next: nonce + 1, Hash: hash.Hex()}, nil
 	})
 	if err != nil {
 		return "", err
@@ -559,7 +560,7 @@ func (e *evm) execute(ctx context.Context, in intent, dry bool) (string, error) 
 // nextNonce is the node's pending count, or the stored next nonce when it is ahead and the node
 // knows the stored last transaction (a node behind another replica's broadcast); a stored
 // transaction the node does not know was dropped, and its nonce is free again.
-func (e *evm) nextNonce(ctx context.Context, stored *NonceState) (uint64, error) {
+func (e *evm) nextNonce(ctx context.Context, stored *orchestrator.NonceState) (uint64, error) {
 	var s string
 	if err := e.rpc.call(ctx, "eth_getTransactionCount", []any{e.from.Hex(), "pending"}, &s); err != nil {
 		return 0, err

@@ -4,22 +4,17 @@ import (
 	"context"
 	"strconv"
 	"sync"
+
+	"github.com/guildsai/guilds/orchestrator"
 )
 
 // Nonces hands out an address's nonces on a chain one at a time, across every replica that
-// shares the store (cmd wires a PostgreSQL row lock; the default is this process's own lock).
+// shares the store (cmd wires postgres.WalletNonces, a row lock; the default is this process's own lock).
 type Nonces interface {
 	// Use holds the (chain, address) lock while fn runs. fn gets what the store knows (nil when
 	// nothing) and returns what to store (nil leaves it); it is stored even when fn also returns
 	// an error, so a broadcast transaction's nonce is never handed out again.
-	Use(ctx context.Context, chainID uint64, address string, fn func(stored *NonceState) (*NonceState, error)) error
-}
-
-// NonceState is the last broadcast of an address on a chain: the nonce after it and its hash
-// (which tells a transaction the node dropped from one it has not yet seen).
-type NonceState struct {
-	Next uint64
-	Hash string
+	Use(ctx context.Context, chainID uint64, address string, fn func(stored *orchestrator.NonceState) (*orchestrator.NonceState, error)) error
 }
 
 var (
@@ -45,15 +40,15 @@ func currentNonces() Nonces {
 type memNonces struct {
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
-	next  map[string]NonceState
+	next  map[string]orchestrator.NonceState
 }
 
 // Use holds the process's lock of (chain, address) while fn runs.
-func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn func(*NonceState) (*NonceState, error)) error {
+func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn func(*orchestrator.NonceState) (*orchestrator.NonceState, error)) error {
 	key := strconv.FormatUint(chainID, 10) + "/" + address
 	m.mu.Lock()
 	if m.locks == nil {
-		m.locks, m.next = map[string]*sync.Mutex{}, map[string]NonceState{}
+		m.locks, m.next = map[string]*sync.Mutex{}, map[string]orchestrator.NonceState{}
 	}
 	l := m.locks[key]
 	if l == nil {
@@ -67,7 +62,7 @@ func (m *memNonces) Use(ctx context.Context, chainID uint64, address string, fn 
 		return err
 	}
 	m.mu.Lock()
-	var stored *NonceState
+	var stored *orchestrator.NonceState
 	if n, ok := m.next[key]; ok {
 		stored = &n
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -33,52 +34,52 @@ func (Adapter) Slug() string { return Slug }
 
 // Verify checks both keys' forms, then eth_blockNumber on ethereum, getSlot on solana, OpenSea's
 // chain list and, when a Uniswap key is given, Uniswap's supported chains.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	evm, err := ParseEVMKey(l.Credential(FieldEVMKey))
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	sol, err := ParseSolanaKey(l.Credential(FieldSolanaKey))
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	solAddr := SolanaAddress(sol)
 	clear(sol)
 	for _, f := range []string{FieldAlchemyKey, FieldOpenSeaKey} {
 		if l.Credential(f) == "" {
-			return adapters.Verification{}, adapters.Invalid(provider, "credentials."+f+" is required")
+			return connections.Verification{}, adapters.Invalid(provider, "credentials."+f+" is required")
 		}
 	}
 	eth, _ := chainOf("ethereum")
 	r, err := newRPC(l, eth)
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	var block string
 	if err := r.call(ctx, "eth_blockNumber", nil, &block); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if _, err := quantity(block); err != nil {
-		return adapters.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: r.http.Provider, Msg: "answered eth_blockNumber with something that is not a block number"}
+		return connections.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: r.http.Provider, Msg: "answered eth_blockNumber with something that is not a block number"}
 	}
 	solana, _ := chainOf("solana")
 	s, err := newRPC(l, solana)
 	if err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	var slot uint64
 	if err := s.call(ctx, "getSlot", nil, &slot); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if err := openSeaChains(ctx, l); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if l.Credential(FieldUniswapKey) != "" {
 		if err := uniswapChains(ctx, l); err != nil {
-			return adapters.Verification{}, err
+			return connections.Verification{}, err
 		}
 	}
-	return adapters.Verification{AccountHint: AccountHint(EVMAddress(evm), solAddr)}, nil
+	return connections.Verification{AccountHint: AccountHint(EVMAddress(evm), solAddr)}, nil
 }
 
 // openSeaChains lists OpenSea's chains with the key (GET /api/v2/chains, X-API-KEY).

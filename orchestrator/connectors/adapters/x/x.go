@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
 )
 
@@ -38,15 +39,15 @@ func client(l adapters.Login) adapters.HTTP {
 }
 
 // Verify looks up the user X with the bearer token.
-func (Adapter) Verify(ctx context.Context, l adapters.Login) (adapters.Verification, error) {
+func (Adapter) Verify(ctx context.Context, l adapters.Login) (connections.Verification, error) {
 	var out envelope[user]
 	if err := client(l).JSON(ctx, adapters.Get(l.URL, "/users/by/username/X", nil, "user X"), &out); err != nil {
-		return adapters.Verification{}, err
+		return connections.Verification{}, err
 	}
 	if out.Data == nil {
-		return adapters.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: provider, Msg: "answered the lookup of user X without the user"}
+		return connections.Verification{}, &adapters.Error{Kind: adapters.KindMalformed, Provider: provider, Msg: "answered the lookup of user X without the user"}
 	}
-	return adapters.Verification{}, nil
+	return connections.Verification{}, nil
 }
 
 // envelope is X's answer: data, includes, meta and partial errors.

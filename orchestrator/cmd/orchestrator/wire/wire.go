@@ -1,0 +1,161 @@
+// Package wire builds the orchestrator's concrete graph from its configuration: the store, the
+// tool families, the sandboxes, the connections and bindings, the run service and the API. It is
+// the one place that knows every part; `orchestrator serve` runs what it builds, and end-to-end
+// tests build the same graph (wiretest).
+package wire
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/config"
+	"github.com/guildsai/guilds/orchestrator/connections"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/alchemy"      // registers alchemy
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/coingecko"    // registers coingecko
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/dexpaprika"   // registers dexpaprika
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/drive"          // Google Drive's folder confinement
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/gmail"        // registers gmail
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/pinnedprices" // registers pinned_prices
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/qonto"        // registers qonto
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/twitterapi"   // registers twitterapi
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/wallet"         // registers wallet
+	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/x"            // registers x
+	"github.com/guildsai/guilds/orchestrator/connectors/github"
+	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
+	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/postgres"
+	"github.com/guildsai/guilds/orchestrator/registry"
+	"github.com/guildsai/guilds/orchestrator/runs"
+	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/tools/scripts"
+	"github.com/guildsai/guilds/orchestrator/tools/search"
+	"github.com/guildsai/guilds/orchestrator/tools/secrets"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options are what Build takes besides the configuration.
+type Options struct {
+	Pool      *pgxpool.Pool                  // the migrated database
+	Monitor   *postgres.Monitor              // the database's health, for /readyz and the API's 503s
+	KeySource string                         // where GUILDS_SECRET_KEY came from, for GET /api/instance
+	Addr      string                         // the API's address: the GitHub App's public URL without PUBLIC_BASE_URL
+	Tools     func(*registry.Registry) error // a test's extra tools; nil: none
+	Log       *slog.Logger
+}
+
+// Graph is the built orchestrator: its API, its run service and what they stand on.
+type Graph struct {
+	App      *fiber.App
+	Runs     *runs.Service
+	Store    *postgres.Store
+	Registry *registry.Registry
+	Metrics  *Metrics
+
+	close []func()
+}
+
+// Close stops what the graph started, last first: the MCP sessions (each one's DELETE sent), then
+// the agents' browsers and sandboxes.
+func (g *Graph) Close() {
+	for i := len(g.close) - 1; i >= 0; i-- {
+		g.close[i]()
+	}
+	g.close = nil
+}
+
+// Build builds the graph over a migrated database. Until Close, it holds the sandboxes it started
+// and the MCP sessions it opened; a failed Build has closed them.
+func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err error) {
+	log := o.Log
+	reg := registry.New()
+	store := postgres.NewStore(o.Pool)
+	g := &Graph{Store: store, Registry: reg}
+	defer func() {
+		if err != nil {
+			g.Close()
+		}
+	}()
+	wallet.UseNonces(&postgres.WalletNonces{Pool: o.Pool}) // the Wallet's nonces, one at a time across replicas
+	if err := registerTools(reg, store); err != nil {
+		return nil, err
+	}
+	boxes := sandboxProvider(cfg, log)
+	public := cfg.PublicBaseURL
+	if public == "" {
+		public = "http://" + o.Addr
+	}
+	gh := github.New(cfg.GitHub, store, boxes, public, log) // its Box once the catalog has opened the key, below
+	sec := &secrets.Service{Store: store}                   // likewise
+	stopBrowsers, err := registerSandboxTools(reg, boxes, cfg, log, gh.ShellEnv, sec.SandboxEnv)
+	if err != nil {
+		return nil, err
+	}
+	g.close = append(g.close, stopBrowsers)
+	scr := &scripts.Tools{Store: store, Sandboxes: boxes, SecretEnv: sec.SandboxEnv}
+	if err := scr.Register(reg); err != nil {
+		return nil, fmt.Errorf("register script tools: %w", err)
+	}
+	if o.Tools != nil {
+		if err := o.Tools(reg); err != nil {
+			return nil, err
+		}
+	}
+	// One MCP client session pool for the process; closed (each session's DELETE sent) once the
+	// API has finished its calls in flight.
+	local := adapters.Local{Sandboxes: boxes, Log: log}
+	caller := &connections.Caller{Store: store, Local: local, Drive: drive.Drive{Files: local.Workspace}, TTL: cfg.MCPListTTL, Log: log}
+	pool := mcp.New(mcp.Config{Logger: log, IdleTimeout: cfg.MCPIdle, OnOpen: func(id string, t mcp.Transport) { caller.SessionOpened(id, string(t)) }})
+	g.close = append(g.close, func() { _ = pool.Close() })
+	caller.Client = mcp.Client{Pool: pool}
+	cat, policy, err := catalogService(ctx, cfg, store, reg, log, caller)
+	if err != nil {
+		return nil, err
+	}
+	gh.Box, cat.GitHub = cat.Box, gh
+	sec.Box = cat.Box
+	if err := sec.Register(reg); err != nil {
+		return nil, fmt.Errorf("register secret tools: %w", err)
+	}
+	web := &search.Tavily{Key: cfg.TavilyKey, BaseURL: cfg.TavilyBaseURL}
+	if err := web.Register(reg); err != nil {
+		return nil, err
+	}
+	gate := &github.Gate{Policy: policy, App: gh} // the bindings' offer and state, with GitHub's generation start
+	g.Runs = &runs.Service{
+		Scopes: store, Runs: store, Registry: reg,
+		Offer:   gate,
+		Dynamic: scr,
+		MCP:     caller,
+		State:   gate,
+		Secrets: orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh),
+		Log:     log,
+	}
+	g.Metrics = newMetrics(o.Pool, boxes)
+	g.Runs.Observe = g.Metrics.observeCall
+	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh,
+		AdminToken: cfg.AdminToken, SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
+		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
+		SSO: singleSignOn(cfg, store, cat.Box, log)})
+	return g, nil
+}
+
+// health is what /readyz and the API's 503s ask: the database monitor and the sandbox backend.
+type health struct {
+	db  *postgres.Monitor
+	box sandbox.Provider
+}
+
+// DatabaseErr returns the monitor's verdict.
+func (h health) DatabaseErr(ctx context.Context, cause error) error { return h.db.Err(ctx, cause) }
+
+// SandboxErr returns why the sandbox backend cannot run calls, nil when it can.
+func (h health) SandboxErr() error {
+	if u, ok := h.box.(sandbox.Unavailable); ok {
+		return u.Err
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package qonto_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/guildsai/guilds/orchestrator/cmd/orchestrator/wire/wiretest"
+	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+)
+
+// The login the loopback Qonto accepts.
+const (
+	qontoLogin  = "acme-e2e-8412"
+	qontoSecret = "sk_qonto_e2e_31f9a0"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// adapterServe serves the orchestrator as wired on a fresh database with a secret key, in the
+// sandbox backend given.
+func adapterServe(t testing.TB, backend string) (*wiretest.Served, string) {
+	t.Helper()
+	s := wiretest.ServeIn(t, backend)
+	return s, s.API
+}
+
+// qontoFake is Qonto's Business API on loopback: the organization, one transaction, and an
+// upload that attaches at once, keeping what it received.
+type qontoFake struct {
+	*adapterstest.Fake
+	mu       sync.Mutex
+	attached []string
+	files    [][]byte
+}
+
+func newQontoFake(t *testing.T) *qontoFake {
+	q := &qontoFake{}
+	q.Fake = adapterstest.NewFake(t, func(r *http.Request) bool { return r.Header.Get("Authorization") == qontoLogin+":"+qontoSecret })
+	q.JSON("GET /v2/organization", 200, []byte(`{"organization":{"slug":"acme-e2e-8412","legal_name":"ACME SAS","bank_accounts":[
+		{"id":"acc-1","name":"Main `+qontoLogin+` `+qontoSecret+`","iban":"FR7616958000013234567890180","currency":"EUR","balance":48213.57,"status":"active"}]}}`))
+	q.Handle("GET /v2/transactions/tx-0001", func(w http.ResponseWriter, _ *http.Request) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"transaction": map[string]any{"id": "tx-0001", "transaction_id": "tx-0001",
+			"attachment_ids": append([]string{}, q.attached...), "status": "completed", "side": "debit", "amount": 12.5, "currency": "EUR"}})
+	})
+	q.Handle("POST /v2/transactions/tx-0001/attachments", func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		file, _, err := r.FormFile("file")
+		if err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		data, _ := io.ReadAll(file)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.files = append(q.files, data)
+		q.attached = append(q.attached, fmt.Sprintf("att-%d", len(q.attached)+1))
+		_ = json.NewEncoder(w).Encode(map[string]any{"attachment": map[string]any{"id": q.attached[len(q.attached)-1]}})
+	})
+	return q
+}
+
+// TestQontoUploadFromBubblewrapWorkspace: upload_invoice reads a real PDF the agent wrote in its
+// bubblewrap workspace (by a path relative to the run's working directory), attaches it, and
+// refuses a .pdf that is really a shell script and a path outside /home/agent.
+func TestQontoUploadFromBubblewrapWorkspace(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 || os.Getenv("GUILDS_BIN_DIR") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root with bubblewrap installed and GUILDS_BIN_DIR set")
+		}
+		t.Skip("needs root, bubblewrap and GUILDS_BIN_DIR")
+	}
+	_, api := adapterServe(t, "bubblewrap")
+	q := newQontoFake(t)
+	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/qonto", map[string]any{"url": q.URL})
+	org, agent := wiretest.ScopesAt(t, api)
+	conn := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "qonto", "scope": "org", "scope_id": org,
+		"credentials": map[string]any{"login": qontoLogin, "secret_key": qontoSecret}})
+	if conn["verified_at"] == nil {
+		t.Fatalf("connection %v", conn)
+	}
+	wiretest.Must(t, 200, "PATCH", api+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
+	run := wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})
+	runID := run["id"].(string)
+	if !slices.Contains(wiretest.OfferedNames(run), "qonto_upload_invoice") {
+		t.Fatalf("offered %v", wiretest.OfferedNames(run))
+	}
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		return wiretest.Must(t, 200, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": name, "arguments": args})["result"].(string)
+	}
+	pdf := "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+	sh := "#!/bin/sh\necho pwned " + qontoSecret + "\n"
+	out := call("shell", map[string]any{"command": "mkdir -p invoices && cd invoices && printf '%s' '" + pdf + "' > june.pdf && printf '%s' '" + sh + "' > fake.pdf && pwd"})
+	if !strings.Contains(out, "/home/agent/invoices") {
+		t.Fatalf("shell: %q", out)
+	}
+
+	// Both the login and the secret key join the run's redaction (the fake echoes them in an account name).
+	if got := call("qonto_list_bank_accounts", map[string]any{}); !strings.Contains(got, "Main [REDACTED] [REDACTED]") || strings.Contains(got, qontoSecret) {
+		t.Fatalf("bank accounts: %q", got)
+	}
+	got := call("qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": "june.pdf"})
+	if !strings.Contains(got, "tx-0001\tjune.pdf\tapplication/pdf\tatt-1\ttrue") {
+		t.Fatalf("upload: %q", got)
+	}
+	q.mu.Lock()
+	if len(q.files) != 1 || string(q.files[0]) != pdf {
+		t.Fatalf("the fake received %q", q.files)
+	}
+	q.mu.Unlock()
+	for _, bad := range []struct{ path, says string }{
+		{"fake.pdf", "not a PDF, JPEG or PNG"},
+		{"/etc/passwd", "under /home/agent"},
+		{"../../../etc/passwd", "outside"},
+	} {
+		got := call("qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": bad.path})
+		if !strings.HasPrefix(got, "ERROR: Qonto") || !strings.Contains(got, bad.says) || strings.Contains(got, qontoSecret) {
+			t.Errorf("%s: %q", bad.path, got)
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.files) != 1 {
+		t.Fatalf("a refused file reached Qonto: %d uploads", len(q.files))
+	}
+}
