@@ -56,6 +56,14 @@ type Run struct {
 	ClosedAt       *time.Time    `json:"closed_at"`
 	Exploration    *Exploration  `json:"exploration"` // coding runs, after each generation; null until then
 	State          *RunState     `json:"state"`       // what the run started knowing besides its tools; null when nothing
+	// Token is the run's own token, answered once by its start and never read back: it is good for
+	// the run's calls, generations, close and reads until the run closes or TokenExpiresAt.
+	Token string `json:"token,omitempty"`
+	// TokenHash (its SHA-256, which finds it) and TokenSealed (its value sealed for the run's
+	// redaction) are what the start stores of it.
+	TokenHash      []byte     `json:"-"`
+	TokenSealed    []byte     `json:"-"`
+	TokenExpiresAt *time.Time `json:"-"`
 }
 
 // RunState is what a run starts knowing besides its tools.
@@ -123,8 +131,9 @@ type ToolCall struct {
 	StartedAt    time.Time       `json:"started_at"`
 	FinishedAt   *time.Time      `json:"finished_at"` // nil while started
 	DurationMS   float64         `json:"duration_ms"`
-	RequestHash  string          `json:"-"` // the request's digest: a retry under the same client id must match it
-	Process      string          `json:"-"` // the orchestrator process that runs a started call (Process.ID)
+	Withheld     bool            `json:"withheld,omitempty"` // a viewer's listing: arguments, result and metadata left out
+	RequestHash  string          `json:"-"`                  // the request's digest: a retry under the same client id must match it
+	Process      string          `json:"-"`                  // the orchestrator process that runs a started call (Process.ID)
 }
 
 // CallPage bounds a listing of a run's calls: those after seq After, at most Limit (0: all).

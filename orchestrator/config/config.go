@@ -47,6 +47,9 @@ type Config struct {
 	MCPIdle    time.Duration // GUILDS_MCP_IDLE: an MCP session unused this long is closed
 	MCPListTTL time.Duration // GUILDS_MCP_LIST_TTL: a run start relists a login's tools older than this
 
+	SessionIdle time.Duration // GUILDS_SESSION_IDLE: a sign-in session unused this long ends (0: identity's default, 12h)
+	SessionMax  time.Duration // GUILDS_SESSION_MAX: a sign-in session ends this long after it began (0: 7 days)
+
 	Sandbox Sandbox // GUILDS_SANDBOX and GUILDS_SANDBOX_*, GUILDS_CHROMIUM_IDLE, GUILDS_BIN_DIR, GUILDS_TOOLS_DIR
 
 	TavilyKey     string // TAVILY_API_KEY: tavily_search's key
@@ -139,6 +142,12 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 		return c, err
 	}
 	if c.MCPListTTL, err = envDuration(get, "GUILDS_MCP_LIST_TTL", 0); err != nil {
+		return c, err
+	}
+	if c.SessionIdle, err = envDuration(get, "GUILDS_SESSION_IDLE", 0); err != nil {
+		return c, err
+	}
+	if c.SessionMax, err = envDuration(get, "GUILDS_SESSION_MAX", 0); err != nil {
 		return c, err
 	}
 	if c.Sandbox, err = loadSandbox(get); err != nil {

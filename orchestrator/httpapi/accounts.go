@@ -69,14 +69,6 @@ func (s *Server) identityRoutes(api fiber.Router) {
 	s.route(api, "GET", "/admin/audit", "listAudit", admin(), s.listAudit(true))
 }
 
-// accounts returns the account reads, or an error when the server has none.
-func (s *Server) accounts() (AccountReader, error) {
-	if s.Accounts == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "accounts are not configured on this server")
-	}
-	return s.Accounts, nil
-}
-
 // accountBody is the body of POST and PATCH /api/accounts.
 type accountBody struct {
 	Email         *string `json:"email"`
@@ -112,10 +104,7 @@ func (s *Server) createAccount(c *fiber.Ctx) error {
 }
 
 func (s *Server) listAccounts(c *fiber.Ctx) error {
-	r, err := s.accounts()
-	if err != nil {
-		return err
-	}
+	r := s.Accounts
 	as, err := r.ListAccounts(c.UserContext())
 	if err != nil {
 		return err
@@ -148,10 +137,7 @@ func (s *Server) deactivateAccount(c *fiber.Ctx) error {
 }
 
 func (s *Server) listMembers(c *fiber.Ctx) error {
-	r, err := s.accounts()
-	if err != nil {
-		return err
-	}
+	r := s.Accounts
 	t := targetOf(c)
 	ms, err := r.ListMembers(c.UserContext(), t.Scope, t.ID())
 	if err != nil {
@@ -280,10 +266,7 @@ func (s *Server) signedIn(c *fiber.Ctx, in identity.SignedIn, status int) error 
 
 // memberships reads an account's memberships.
 func (s *Server) memberships(ctx context.Context, accountID string) ([]orchestrator.Membership, error) {
-	r, err := s.accounts()
-	if err != nil {
-		return nil, err
-	}
+	r := s.Accounts
 	return r.Memberships(ctx, accountID)
 }
 
@@ -369,10 +352,7 @@ func (s *Server) listTokens(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.accounts()
-	if err != nil {
-		return err
-	}
+	r := s.Accounts
 	ts, err := r.ListTokens(c.UserContext(), a.ID)
 	if err != nil {
 		return err
@@ -410,10 +390,7 @@ func (s *Server) createAgentKey(c *fiber.Ctx) error {
 }
 
 func (s *Server) listAgentKeys(c *fiber.Ctx) error {
-	r, err := s.accounts()
-	if err != nil {
-		return err
-	}
+	r := s.Accounts
 	ks, err := r.ListAgentKeys(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -438,10 +415,7 @@ const (
 // instance admin. limit, after (an id), actor, operation and since (RFC 3339) filter it.
 func (s *Server) listAudit(all bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		r, err := s.accounts()
-		if err != nil {
-			return err
-		}
+		r := s.Accounts
 		q := orchestrator.AuditQuery{Limit: defaultAuditPage, Actor: c.Query("actor"), Operation: c.Query("operation")}
 		if !all {
 			q.OrgID = c.Params("id")

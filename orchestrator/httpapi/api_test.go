@@ -272,7 +272,7 @@ func TestIntegrationGatedOffer(t *testing.T) {
 	}
 	st, inst := e.do("GET", "/api/instance", nil)
 	raw, _ := json.Marshal(inst)
-	if st != 200 || inst["auth_mode"] != "token" || strings.Contains(string(raw), "tvly-secret-value") {
+	if st != 200 || inst["auth_mode"] != "accounts" || strings.Contains(string(raw), "tvly-secret-value") {
 		t.Fatalf("instance: %d %s", st, raw)
 	}
 	if key, _ := inst["secret_key"].(map[string]any); key["source"] != "none" {

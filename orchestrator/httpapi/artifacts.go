@@ -26,27 +26,21 @@ type ArtifactStore interface {
 
 // artifactRoutes registers the collection, record, note and memory routes.
 func (s *Server) artifactRoutes(api fiber.Router) {
-	api.Post("/orgs/:id/collections", s.createCollection(orchestrator.LevelOrg))
-	api.Get("/orgs/:id/collections", s.listCollections(orchestrator.LevelOrg))
-	api.Post("/guilds/:id/collections", s.createCollection(orchestrator.LevelGuild))
-	api.Get("/guilds/:id/collections", s.listCollections(orchestrator.LevelGuild))
-	api.Get("/collections/:id", s.getCollection)
-	api.Put("/collections/:id/grants", s.putCollectionGrant)
-	api.Get("/collections/:id/records", s.listRecords)
-	api.Get("/orgs/:id/notes", s.listNotes(orchestrator.LevelOrg))
-	api.Get("/guilds/:id/notes", s.listNotes(orchestrator.LevelGuild))
-	api.Get("/agents/:id/notes", s.listNotes(orchestrator.LevelAgent))
-	api.Get("/notes/:id", s.getNote)
-	api.Get("/agents/:id/memory", s.getMemory)
-	api.Get("/agents/:id/memory/revisions", s.listMemoryRevisions)
-}
-
-// artifacts returns the artifact store, or an error when the server was built without one.
-func (s *Server) artifacts() (ArtifactStore, error) {
-	if s.Artifacts == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the artifact store is not configured on this server")
-	}
-	return s.Artifacts, nil
+	org, guild, agent, art := orchestrator.ObjectOrg, orchestrator.ObjectGuild, orchestrator.ObjectAgent, orchestrator.ObjectArtifact
+	g := s.serving(api, s.Artifacts != nil, "the artifact store")
+	g.add("POST", "/orgs/:id/collections", "createCollectionOrg", write(org), s.createCollection(orchestrator.LevelOrg))
+	g.add("GET", "/orgs/:id/collections", "listCollectionsOrg", read(org), s.listCollections(orchestrator.LevelOrg))
+	g.add("POST", "/guilds/:id/collections", "createCollectionGuild", write(guild), s.createCollection(orchestrator.LevelGuild))
+	g.add("GET", "/guilds/:id/collections", "listCollectionsGuild", read(guild), s.listCollections(orchestrator.LevelGuild))
+	g.add("GET", "/collections/:id", "getCollection", read(art).within(), s.getCollection)
+	g.add("PUT", "/collections/:id/grants", "putCollectionGrant", write(art), s.putCollectionGrant)
+	g.add("GET", "/collections/:id/records", "listCollectionRecords", read(art).within(), s.listRecords)
+	g.add("GET", "/orgs/:id/notes", "listNotesOrg", read(org), s.listNotes(orchestrator.LevelOrg))
+	g.add("GET", "/guilds/:id/notes", "listNotesGuild", read(guild), s.listNotes(orchestrator.LevelGuild))
+	g.add("GET", "/agents/:id/notes", "listNotesAgent", read(agent), s.listNotes(orchestrator.LevelAgent))
+	g.add("GET", "/notes/:id", "getNote", read(art).within(), s.getNote)
+	g.add("GET", "/agents/:id/memory", "getAgentMemory", read(agent), s.getMemory)
+	g.add("GET", "/agents/:id/memory/revisions", "listAgentMemoryRevisions", read(agent), s.listMemoryRevisions)
 }
 
 // owner checks that the organisation, guild or agent named by the route exists and returns its chain.
@@ -82,10 +76,7 @@ type collectionBody struct {
 
 func (s *Server) createCollection(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		store, err := s.artifacts()
-		if err != nil {
-			return err
-		}
+		store := s.Artifacts
 		var b collectionBody
 		if err := decode(c, &b); err != nil {
 			return err
@@ -108,10 +99,7 @@ func (s *Server) createCollection(level string) fiber.Handler {
 
 func (s *Server) listCollections(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		store, err := s.artifacts()
-		if err != nil {
-			return err
-		}
+		store := s.Artifacts
 		ch, err := s.owner(c, level)
 		if err != nil {
 			return err
@@ -128,10 +116,7 @@ func (s *Server) listCollections(level string) fiber.Handler {
 }
 
 func (s *Server) collection(c *fiber.Ctx) (ArtifactStore, orchestrator.Collection, error) {
-	store, err := s.artifacts()
-	if err != nil {
-		return nil, orchestrator.Collection{}, err
-	}
+	store := s.Artifacts
 	if err := requireID("collection", c.Params("id")); err != nil {
 		return nil, orchestrator.Collection{}, err
 	}
@@ -268,10 +253,7 @@ type noteView struct {
 
 func (s *Server) listNotes(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		store, err := s.artifacts()
-		if err != nil {
-			return err
-		}
+		store := s.Artifacts
 		ch, err := s.owner(c, level)
 		if err != nil {
 			return err
@@ -290,10 +272,7 @@ func (s *Server) listNotes(level string) fiber.Handler {
 }
 
 func (s *Server) getNote(c *fiber.Ctx) error {
-	store, err := s.artifacts()
-	if err != nil {
-		return err
-	}
+	store := s.Artifacts
 	if err := requireID("note", c.Params("id")); err != nil {
 		return err
 	}
@@ -306,10 +285,7 @@ func (s *Server) getNote(c *fiber.Ctx) error {
 }
 
 func (s *Server) getMemory(c *fiber.Ctx) error {
-	store, err := s.artifacts()
-	if err != nil {
-		return err
-	}
+	store := s.Artifacts
 	ch, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err
@@ -325,10 +301,7 @@ func (s *Server) getMemory(c *fiber.Ctx) error {
 }
 
 func (s *Server) listMemoryRevisions(c *fiber.Ctx) error {
-	store, err := s.artifacts()
-	if err != nil {
-		return err
-	}
+	store := s.Artifacts
 	ch, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err

@@ -151,6 +151,29 @@ func (s *Server) authorize(c *fiber.Ctx, kind, id string, need identity.Need) (i
 	return t, nil
 }
 
+// authorizeScope decides for a scope a body or query names (a binding's, a login's owner): the
+// platform is the instance admin's, an organisation, guild or agent needs the role there.
+func (s *Server) authorizeScope(c *fiber.Ctx, scope, id, role string) (identity.Target, error) {
+	switch scope {
+	case orchestrator.ScopePlatform:
+		return s.authorize(c, scope, id, identity.Need{Admin: true})
+	case orchestrator.ScopeOrg, orchestrator.ScopeGuild, orchestrator.ScopeAgent:
+		return s.authorize(c, scope, id, identity.Need{Role: role})
+	}
+	return identity.Target{}, orchestrator.Errorf(orchestrator.EINVALID, "scope must be platform, org, guild or agent, got %q", scope)
+}
+
+// keep returns the items for which ok holds (a listing filtered to the caller's reach), never nil.
+func keep[T any](items []T, ok func(T) bool) []T {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if ok(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // place places an object; the platform is its own place.
 func (s *Server) place(ctx context.Context, kind, id string) (identity.Target, error) {
 	if kind == orchestrator.ScopePlatform {
@@ -256,4 +279,33 @@ func (s *Server) setSession(c *fiber.Ctx, value string, expires time.Time) {
 func (s *Server) clearSession(c *fiber.Ctx) {
 	c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: "", Path: "/", Expires: time.Unix(0, 0), MaxAge: -1, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
 		Secure: c.Protocol() == "https" || !loopback(c.Hostname())})
+}
+
+// routes is a group of routes served by one service: on a server built without it, every route of
+// the group answers 500 naming what is missing (after the guard, so reach is still decided).
+type routes struct {
+	s       *Server
+	r       fiber.Router
+	missing string // "" when the service is there
+}
+
+// serving starts a group of routes that need the service named what.
+func (s *Server) serving(r fiber.Router, present bool, what string) routes {
+	g := routes{s: s, r: r}
+	if !present {
+		g.missing = what
+	}
+	return g
+}
+
+// add registers one route of the group.
+func (g routes) add(method, path, op string, ru rule, h fiber.Handler) {
+	if g.missing != "" { // the caller is still authenticated; nothing is placed, since nothing will run
+		what := g.missing
+		ru.kind = ""
+		h = func(*fiber.Ctx) error {
+			return orchestrator.Errorf(orchestrator.EINTERNAL, "%s is not configured on this server", what)
+		}
+	}
+	g.s.route(g.r, method, path, op, ru, h)
 }

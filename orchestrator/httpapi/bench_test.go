@@ -112,7 +112,7 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 		Handler: func(_ context.Context, c *registry.Call) (string, error) { return string(c.Args), nil }})
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil)) // production format and level, discarded
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Log: log}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Log: log})
+	app := httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: svc, Log: log}, store))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

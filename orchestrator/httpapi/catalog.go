@@ -10,33 +10,38 @@ import (
 	"github.com/guildsai/guilds/orchestrator/catalog"
 	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
+	"github.com/guildsai/guilds/orchestrator/identity"
 )
 
 // catalogRoutes registers the catalog, connection, binding and access routes, and the run
 // generation route whose offer refresh they drive.
 func (s *Server) catalogRoutes(api fiber.Router) {
-	api.Get("/mcp/servers", s.listServers(false))
-	api.Get("/admin/mcp/servers", s.listServers(true))
-	api.Post("/admin/mcp/servers", s.createServer)
-	api.Patch("/admin/mcp/servers/:slug", s.patchServer)
-	api.Patch("/admin/mcp/servers/:slug/tools/:name", s.patchTool)
-	api.Post("/mcp/connections", s.connect)
-	api.Get("/mcp/connections", s.listConnections)
-	api.Get("/mcp/connections/:id", s.getConnection)
-	api.Delete("/mcp/connections/:id", s.deleteConnection)
-	api.Get("/mcp/connections/:id/tools", s.connectionTools)
-	api.Post("/mcp/connections/:id/refresh", s.refreshConnection)
-	api.Post("/mcp/connections/:id/call", s.testCall)
-	api.Post("/mcp/pinned-prices/search", s.searchCoins)
-	api.Get("/mcp/connections/:id/pinned-prices/search", s.searchConnectionCoins)
-	api.Put("/mcp/connections/:id/pinned-prices", s.pinCoins)
-	api.Put("/bindings", s.putBinding)
-	api.Delete("/bindings", s.deleteBinding)
-	api.Get("/bindings", s.listBindings)
-	api.Get("/orgs/:id/tools", s.access(orchestrator.ScopeOrg))
-	api.Get("/guilds/:id/tools", s.access(orchestrator.ScopeGuild))
-	api.Get("/agents/:id/tools", s.access(orchestrator.ScopeAgent))
-	api.Post("/runs/:id/generations", s.nextGeneration)
+	conn := orchestrator.ObjectConnection
+	g := s.serving(api, s.Bindings != nil, "the catalog and bindings service")
+	g.add("GET", "/mcp/servers", "listMcpServers", anyone(), s.listServers(false))
+	g.add("GET", "/admin/mcp/servers", "adminListMcpServers", admin(), s.listServers(true))
+	g.add("POST", "/admin/mcp/servers", "createMcpServer", admin(), s.createServer)
+	g.add("PATCH", "/admin/mcp/servers/:slug", "patchMcpServer", admin(), s.patchServer)
+	g.add("PATCH", "/admin/mcp/servers/:slug/tools/:name", "patchMcpCatalogTool", admin(), s.patchTool)
+	g.add("POST", "/mcp/connections", "connectMcp", anyone(), s.connect) // the body names the owner: decided in the handler
+	g.add("GET", "/mcp/connections", "listMcpConnections", anyone(), s.listConnections)
+	g.add("GET", "/mcp/connections/:id", "getMcpConnection", read(conn).within(), s.getConnection)
+	g.add("DELETE", "/mcp/connections/:id", "deleteMcpConnection", write(conn), s.deleteConnection)
+	g.add("GET", "/mcp/connections/:id/tools", "listMcpConnectionTools", read(conn).within(), s.connectionTools)
+	g.add("POST", "/mcp/connections/:id/refresh", "refreshMcpConnection", write(conn), s.refreshConnection)
+	g.add("POST", "/mcp/connections/:id/call", "testMcpCall", write(conn).within(), s.testCall)
+	g.add("POST", "/mcp/pinned-prices/search", "searchPinnedCoins", anyone(), s.searchCoins)
+	g.add("GET", "/mcp/connections/:id/pinned-prices/search", "searchConnectionPinnedCoins", read(conn).within(), s.searchConnectionCoins)
+	g.add("PUT", "/mcp/connections/:id/pinned-prices", "putPinnedCoins", write(conn), s.pinCoins)
+	g.add("GET", "/mcp/connections/:id/drive/folders", "listDriveFolders", write(conn), s.driveFolders)
+	g.add("PUT", "/mcp/connections/:id/drive/folder", "pickDriveFolder", write(conn), s.pickDriveFolder)
+	g.add("PUT", "/bindings", "putBinding", anyone(), s.putBinding) // the body names the scope: decided in the handler
+	g.add("DELETE", "/bindings", "deleteBinding", anyone(), s.deleteBinding)
+	g.add("GET", "/bindings", "listBindings", anyone(), s.listBindings) // the query names the scope
+	g.add("GET", "/orgs/:id/tools", "accessOrganisationTools", read(orchestrator.ObjectOrg), s.access(orchestrator.ScopeOrg))
+	g.add("GET", "/guilds/:id/tools", "accessGuildTools", read(orchestrator.ObjectGuild), s.access(orchestrator.ScopeGuild))
+	g.add("GET", "/agents/:id/tools", "accessAgentTools", read(orchestrator.ObjectAgent), s.access(orchestrator.ScopeAgent))
+	s.serving(api, s.Runs != nil, "the run service").add("POST", "/runs/:id/generations", "nextGeneration", writeRun(), s.nextGeneration)
 }
 
 // CatalogService is what the catalog, connection, binding and access routes read and change
@@ -61,23 +66,13 @@ type CatalogService interface {
 	SearchCoins(ctx context.Context, apiKey, q string) ([]orchestrator.Coin, error)
 	SearchConnectionCoins(ctx context.Context, id, q string) ([]orchestrator.Coin, error)
 	PinCoins(ctx context.Context, id string, coins []orchestrator.Coin) (orchestrator.Connection, error)
-}
-
-// catalog returns the bindings service, or an error when the server was built without one.
-func (s *Server) catalog() (CatalogService, error) {
-	if s.Bindings == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the catalog and bindings service is not configured on this server")
-	}
-	return s.Bindings, nil
+	DriveService
 }
 
 // listServers lists the catalog's servers: the published ones, or every one for the admin view.
 func (s *Server) listServers(all bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		b, err := s.catalog()
-		if err != nil {
-			return err
-		}
+		b := s.Bindings
 		servers, err := b.ListServers(c.UserContext(), all)
 		if err != nil {
 			return err
@@ -87,10 +82,7 @@ func (s *Server) listServers(all bool) fiber.Handler {
 }
 
 func (s *Server) patchServer(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var p orchestrator.ServerPatch
 	if err := decode(c, &p); err != nil {
 		return err
@@ -103,10 +95,7 @@ func (s *Server) patchServer(c *fiber.Ctx) error {
 }
 
 func (s *Server) patchTool(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var p orchestrator.ToolPatch
 	if err := decode(c, &p); err != nil {
 		return err
@@ -119,12 +108,12 @@ func (s *Server) patchTool(c *fiber.Ctx) error {
 }
 
 func (s *Server) connect(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req lifecycle.ConnectRequest
 	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if _, err := s.authorizeScope(c, req.Scope, req.ScopeID, orchestrator.RoleOperator); err != nil {
 		return err
 	}
 	req.CallbackURL = s.callbackURL(c)
@@ -139,22 +128,24 @@ func (s *Server) connect(c *fiber.Ctx) error {
 }
 
 func (s *Server) listConnections(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
+	b := s.Bindings
+	if scope := c.Query("scope"); scope != "" {
+		if _, err := s.authorizeScope(c, scope, c.Query("scope_id"), orchestrator.RoleViewer); err != nil {
+			return err
+		}
 	}
 	conns, err := b.ListConnections(c.UserContext(), c.Query("scope"), c.Query("scope_id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"connections": conns})
+	p := principalOf(c) // the logins the caller may see: those it could bind at a scope it reaches
+	return c.JSON(fiber.Map{"connections": keep(conns, func(cn orchestrator.Connection) bool {
+		return p.May(identity.Target{Chain: cn.Owner()}, identity.Need{Role: orchestrator.RoleViewer, Within: true}) == nil
+	})})
 }
 
 func (s *Server) getConnection(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	conn, err := b.GetConnection(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -163,10 +154,7 @@ func (s *Server) getConnection(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteConnection(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	if err := b.DeleteConnection(c.UserContext(), c.Params("id")); err != nil {
 		return err
 	}
@@ -174,10 +162,7 @@ func (s *Server) deleteConnection(c *fiber.Ctx) error {
 }
 
 func (s *Server) connectionTools(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	tools, err := b.ConnectionTools(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -186,12 +171,12 @@ func (s *Server) connectionTools(c *fiber.Ctx) error {
 }
 
 func (s *Server) putBinding(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req bindings.BindingRequest
 	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if _, err := s.authorizeScope(c, req.Scope, req.ScopeID, orchestrator.RoleOperator); err != nil {
 		return err
 	}
 	row, err := b.PutBinding(c.UserContext(), req)
@@ -202,12 +187,12 @@ func (s *Server) putBinding(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteBinding(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req bindings.BindingRequest
 	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if _, err := s.authorizeScope(c, req.Scope, req.ScopeID, orchestrator.RoleOperator); err != nil {
 		return err
 	}
 	if err := b.DeleteBinding(c.UserContext(), req); err != nil {
@@ -217,8 +202,8 @@ func (s *Server) deleteBinding(c *fiber.Ctx) error {
 }
 
 func (s *Server) listBindings(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
+	b := s.Bindings
+	if _, err := s.authorizeScope(c, c.Query("scope"), c.Query("scope_id"), orchestrator.RoleViewer); err != nil {
 		return err
 	}
 	rows, err := b.ListBindings(c.UserContext(), c.Query("scope"), c.Query("scope_id"))
@@ -231,10 +216,7 @@ func (s *Server) listBindings(c *fiber.Ctx) error {
 // access answers GET /api/{orgs,guilds,agents}/{id}/tools.
 func (s *Server) access(scope string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		b, err := s.catalog()
-		if err != nil {
-			return err
-		}
+		b := s.Bindings
 		if err := requireID(scope, c.Params("id")); err != nil {
 			return err
 		}
@@ -247,10 +229,7 @@ func (s *Server) access(scope string) fiber.Handler {
 }
 
 func (s *Server) nextGeneration(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	gen, err := rs.NextGeneration(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -259,10 +238,7 @@ func (s *Server) nextGeneration(c *fiber.Ctx) error {
 }
 
 func (s *Server) createServer(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req catalog.CustomRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -276,10 +252,7 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 
 // refreshConnection answers POST /api/mcp/connections/:id/refresh: the relist's diff.
 func (s *Server) refreshConnection(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	diff, err := b.RefreshConnection(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -294,10 +267,7 @@ type testCallRequest struct {
 }
 
 func (s *Server) testCall(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req testCallRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -324,10 +294,7 @@ type coinsAnswer struct {
 }
 
 func (s *Server) searchCoins(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req searchCoinsRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -340,10 +307,7 @@ func (s *Server) searchCoins(c *fiber.Ctx) error {
 }
 
 func (s *Server) searchConnectionCoins(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	coins, err := b.SearchConnectionCoins(c.UserContext(), c.Params("id"), c.Query("q"))
 	if err != nil {
 		return err
@@ -357,10 +321,7 @@ type pinCoinsRequest struct {
 }
 
 func (s *Server) pinCoins(c *fiber.Ctx) error {
-	b, err := s.catalog()
-	if err != nil {
-		return err
-	}
+	b := s.Bindings
 	var req pinCoinsRequest
 	if err := decode(c, &req); err != nil {
 		return err

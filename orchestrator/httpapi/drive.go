@@ -14,27 +14,11 @@ type DriveService interface {
 	PickDriveFolder(ctx context.Context, id, folderID string) (orchestrator.Connection, error)
 }
 
-// driveRoutes registers the folder picker of a Drive login.
-func (s *Server) driveRoutes(api fiber.Router) {
-	api.Get("/mcp/connections/:id/drive/folders", s.driveFolders)
-	api.Put("/mcp/connections/:id/drive/folder", s.pickDriveFolder)
-}
-
-func (s *Server) drive() (DriveService, error) {
-	d, ok := s.Bindings.(DriveService)
-	if !ok {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the Google Drive folder picker is not configured on this server")
-	}
-	return d, nil
-}
 
 // driveFolders answers GET /api/mcp/connections/:id/drive/folders?parent=: My Drive, Shared with
 // me and the shared drives without a parent, else the folders under it.
 func (s *Server) driveFolders(c *fiber.Ctx) error {
-	d, err := s.drive()
-	if err != nil {
-		return err
-	}
+	d := s.Bindings
 	folders, err := d.DriveFolders(c.UserContext(), c.Params("id"), c.Query("parent"))
 	if err != nil {
 		return err
@@ -53,10 +37,7 @@ type pickFolderRequest struct {
 // pickDriveFolder answers PUT /api/mcp/connections/:id/drive/folder: the login's one folder, which
 // completes it.
 func (s *Server) pickDriveFolder(c *fiber.Ctx) error {
-	d, err := s.drive()
-	if err != nil {
-		return err
-	}
+	d := s.Bindings
 	var req pickFolderRequest
 	if err := decode(c, &req); err != nil {
 		return err

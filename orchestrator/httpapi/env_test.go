@@ -15,11 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/integrations"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
@@ -57,6 +59,9 @@ type env struct {
 	pool  *pgxpool.Pool
 	logs  *syncBuffer
 	order *seqLog
+	ids   *identity.Service // who is calling: the test token is the bootstrap admin token
+	audit *identity.Auditor // the audit log's writer
+	store *postgres.Store
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -150,9 +155,15 @@ func newEnv(t *testing.T, set integrations.Set) *env {
 	store := postgres.NewStore(e.pool)
 	reg := testTools(t, e.order)
 	cat, policy := catalogFor(t, store, reg, set, log)
-	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log,
-		Secrets: connections.ConnectionSecrets{Store: store, Box: cat.Box}}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Integrations: set, Log: log})
+	e.store, e.ids, e.audit = store, &identity.Service{Store: store, Box: cat.Box, Bootstrap: token, Log: log}, &identity.Auditor{Store: store, Log: log}
+	actx, stopAudit := context.WithCancel(context.Background())
+	audited := make(chan struct{})
+	go func() { defer close(audited); e.audit.Run(actx, 5*time.Second) }()
+	t.Cleanup(func() { stopAudit(); <-audited })
+	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
+		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids)}
+	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit})
 	return e
 }
 
@@ -245,3 +256,14 @@ func offered(run map[string]any) []string {
 }
 
 var _ = http.StatusOK
+
+// guarded gives a test server the principal guard's parts: identity with the test's token as the
+// bootstrap admin token, and the store's account reads and placements (none without a store).
+func guarded(s *httpapi.Server, store *postgres.Store) *httpapi.Server {
+	ids := &identity.Service{Bootstrap: token}
+	if store != nil {
+		ids.Store, s.Accounts, s.Places = store, store, store
+	}
+	s.Identity = ids
+	return s
+}

@@ -30,20 +30,15 @@ const githubCookie = "guilds_github_state"
 
 // githubRoutes registers the App's routes under /api.
 func (s *Server) githubRoutes(api fiber.Router) {
-	api.Get("/mcp/oauth/github-installation", s.githubPicker)
-	api.Post("/mcp/oauth/github-installation", s.githubPick)
-	api.Get("/mcp/connections/:id/github/repositories", s.githubRepositories)
-	api.Put("/mcp/connections/:id/github/selected", s.githubSelect)
-	api.Get("/guilds/:id/repositories", s.guildRepositories)
-	api.Post("/guilds/:id/repositories", s.addGuildRepository)
-	api.Delete("/guilds/:id/repositories", s.deleteGuildRepository)
-}
-
-func (s *Server) github() (GitHubService, error) {
-	if s.GitHub == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the GitHub App is not configured on this server")
-	}
-	return s.GitHub, nil
+	conn, guild := orchestrator.ObjectConnection, orchestrator.ObjectGuild
+	g := s.serving(api, s.GitHub != nil, "the GitHub App")
+	g.add("GET", "/mcp/oauth/github-installation", "githubInstallations", anyone(), s.githubPicker) // the state names the login: decided in the handler
+	g.add("POST", "/mcp/oauth/github-installation", "githubPickInstallation", anyone(), s.githubPick)
+	g.add("GET", "/mcp/connections/:id/github/repositories", "githubRepositories", read(conn).within(), s.githubRepositories)
+	g.add("PUT", "/mcp/connections/:id/github/selected", "githubSelect", write(conn), s.githubSelect)
+	g.add("GET", "/guilds/:id/repositories", "guildRepositories", read(guild), s.guildRepositories)
+	g.add("POST", "/guilds/:id/repositories", "addGuildRepository", write(guild), s.addGuildRepository)
+	g.add("DELETE", "/guilds/:id/repositories", "deleteGuildRepository", write(guild), s.deleteGuildRepository)
 }
 
 // githubCallback answers GET /api/mcp/oauth/callback when the state (or the cookie, without one) is
@@ -95,10 +90,7 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 }
 
 func (s *Server) githubPicker(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	list, err := g.Picker(c.UserContext(), c.Query("state"))
 	if err != nil {
 		return err
@@ -107,10 +99,7 @@ func (s *Server) githubPicker(c *fiber.Ctx) error {
 }
 
 func (s *Server) githubPick(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	var req struct {
 		State          string `json:"state"`
 		InstallationID any    `json:"installation_id"`
@@ -145,10 +134,7 @@ func installationID(v any) (int64, bool) {
 }
 
 func (s *Server) githubRepositories(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	repos, err := g.Repositories(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -157,10 +143,7 @@ func (s *Server) githubRepositories(c *fiber.Ctx) error {
 }
 
 func (s *Server) githubSelect(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	var req struct {
 		Repositories []orchestrator.GitHubPick `json:"repositories"`
 	}
@@ -178,10 +161,7 @@ func (s *Server) githubSelect(c *fiber.Ctx) error {
 }
 
 func (s *Server) guildRepositories(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	out, err := g.GuildRepositories(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -190,10 +170,7 @@ func (s *Server) guildRepositories(c *fiber.Ctx) error {
 }
 
 func (s *Server) addGuildRepository(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	var req orchestrator.GitHubPick
 	if err := decode(c, &req); err != nil {
 		return err
@@ -206,10 +183,7 @@ func (s *Server) addGuildRepository(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteGuildRepository(c *fiber.Ctx) error {
-	g, err := s.github()
-	if err != nil {
-		return err
-	}
+	g := s.GitHub
 	id := c.Query("id")
 	if id == "" && len(c.Body()) > 0 {
 		var req struct {

@@ -23,9 +23,10 @@ type instanceVariable struct {
 	Required bool   `json:"required"`
 }
 
-// AuthModeAccounts is what GET /api/instance reports once operators sign in with accounts (sessions,
-// API tokens; the bootstrap token still works), single sign-on among them.
-const AuthModeAccounts = "accounts"
+// AuthMode is what GET /api/instance reports: operators sign in with accounts (sessions, API
+// tokens, single sign-on when it is set), runtimes hold agent keys and run tokens, and the
+// bootstrap GUILDS_ADMIN_TOKEN still works.
+const AuthMode = "accounts"
 
 // instance reports the auth mode (and whether single sign-on is on), each integration's state (never a variable's value), the
 // isolation the agents' sandboxes have on this host, and where the secret key came from.
@@ -50,11 +51,7 @@ func (s *Server) instance(c *fiber.Ctx) error {
 	if key == "" {
 		key = "none"
 	}
-	mode := AuthMode
-	if s.Identity != nil || s.SSO != nil {
-		mode = AuthModeAccounts
-	}
-	return c.JSON(fiber.Map{"auth_mode": mode, "sso": s.SSO != nil, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
+	return c.JSON(fiber.Map{"auth_mode": AuthMode, "sso": s.SSO != nil, "integrations": out, "sandbox": box, "secret_key": fiber.Map{"source": key}})
 }
 
 func nonNil(s []string) []string {

@@ -8,10 +8,7 @@ import (
 // listIssues is GET /api/{guilds,orgs}/{id}/issues, newest first; ?status=open or resolved filters.
 func (s *Server) listIssues(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		st, err := s.platform()
-		if err != nil {
-			return err
-		}
+		st := s.Platform
 		status := c.Query("status")
 		if status != "" && status != orchestrator.IssueOpen && status != orchestrator.IssueResolved {
 			return orchestrator.Errorf(orchestrator.EINVALID, "status must be open or resolved (or left out for every issue), got %q", clipID(status))
@@ -28,16 +25,16 @@ func (s *Server) listIssues(level string) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return c.JSON(fiber.Map{"issues": list})
+		p := principalOf(c) // an organisation's inbox shows the guilds the caller reaches
+		return c.JSON(fiber.Map{"issues": keep(list, func(i orchestrator.Issue) bool {
+			return p.RoleAt(orchestrator.Chain{Scope: orchestrator.ScopeGuild, OrgID: i.OrgID, GuildID: i.GuildID}) != ""
+		})})
 	}
 }
 
 // resolveIssue is POST /api/issues/{id}/resolve; resolving a resolved issue answers it unchanged.
 func (s *Server) resolveIssue(c *fiber.Ctx) error {
-	st, err := s.platform()
-	if err != nil {
-		return err
-	}
+	st := s.Platform
 	id := c.Params("id")
 	if err := requireID("issue", id); err != nil {
 		return err
@@ -51,10 +48,7 @@ func (s *Server) resolveIssue(c *fiber.Ctx) error {
 
 // resolveGuildIssues is POST /api/guilds/{id}/issues/resolve: every open issue of the guild at once.
 func (s *Server) resolveGuildIssues(c *fiber.Ctx) error {
-	st, err := s.platform()
-	if err != nil {
-		return err
-	}
+	st := s.Platform
 	chain, err := s.owner(c, orchestrator.LevelGuild)
 	if err != nil {
 		return err

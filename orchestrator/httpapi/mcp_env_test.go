@@ -199,7 +199,7 @@ func newMCPEnvWith(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box, 
 	}
 	rs := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log,
 		Secrets: connections.ConnectionSecrets{Store: store, Box: box}}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, AdminToken: token, Log: log})
+	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, Log: log}, store))
 	return &mcpEnv{env: e, mcp: pool, remote: remote, svc: svc, runs: rs, clock: clk}
 }
 

@@ -27,8 +27,8 @@ func (s *Server) callbackURL(c *fiber.Ctx) string {
 func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "no-referrer")
-	b, err := s.catalog()
-	if err != nil {
+	b := s.Bindings
+	if b == nil {
 		return page(c, fiber.StatusBadRequest, "Login failed", "This orchestrator offers no connector logins.")
 	}
 	conn, err := b.OAuthCallback(c.UserContext(), lifecycle.OAuthCallbackQuery{

@@ -515,8 +515,8 @@ func TestOAuthCallbackURL(t *testing.T) {
 	if got := redirect(inbound); got != "http://example.com/api/mcp/oauth/callback" {
 		t.Fatalf("callback from the inbound host: %s", got)
 	}
-	public := httpapi.New(&httpapi.Server{Scopes: postgres.NewStore(e.env.pool), Bindings: e.svc, AdminToken: token,
-		PublicBaseURL: "https://guilds.example/"})
+	public := httpapi.New(guarded(&httpapi.Server{Scopes: postgres.NewStore(e.env.pool), Bindings: e.svc,
+		PublicBaseURL: "https://guilds.example/"}, postgres.NewStore(e.env.pool)))
 	e.app = public
 	out := e.must(201, "POST", "/api/mcp/connections", map[string]any{"server": "notion", "scope": "guild", "scope_id": guildID})
 	if got := redirect(out); got != "https://guilds.example/api/mcp/oauth/callback" {

@@ -76,7 +76,7 @@ func TestPinnedPricesRoutesAnswerAsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log}
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, AdminToken: token, Log: log})
+	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Log: log}, store))
 
 	org := e.must(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})["id"].(string)
 	found := e.must(200, "POST", "/api/mcp/pinned-prices/search", map[string]any{"api_key": "CG-live-test-key-0042", "q": "Bit"})

@@ -23,19 +23,23 @@ type PlatformStore interface {
 // platformRoutes registers the routes of the platform tools: the issues inbox, agent secrets, the
 // group chat and schedules.
 func (s *Server) platformRoutes(api fiber.Router) {
-	api.Get("/guilds/:id/issues", s.listIssues(orchestrator.LevelGuild))
-	api.Get("/orgs/:id/issues", s.listIssues(orchestrator.LevelOrg))
-	api.Post("/issues/:id/resolve", s.resolveIssue)
-	api.Post("/guilds/:id/issues/resolve", s.resolveGuildIssues)
-	api.Put("/agents/:id/secrets/:name", s.putSecret)
-	api.Get("/agents/:id/secrets", s.listSecrets)
-	api.Delete("/agents/:id/secrets/:name", s.deleteSecret)
-	api.Get("/guilds/:id/chat", s.listGroupChat)
-	api.Get("/agents/:id/schedules", s.listAgentSchedules)
-	api.Get("/agents/:id/schedules/:schedule/firings", s.listScheduleFirings)
-	api.Delete("/orgs/:id", s.deleteScope(orchestrator.LevelOrg))
-	api.Delete("/guilds/:id", s.deleteScope(orchestrator.LevelGuild))
-	api.Delete("/agents/:id", s.deleteScope(orchestrator.LevelAgent))
+	org, guild, agent := orchestrator.ObjectOrg, orchestrator.ObjectGuild, orchestrator.ObjectAgent
+	g := s.serving(api, s.Platform != nil, "the platform store")
+	g.add("GET", "/guilds/:id/issues", "listGuildIssues", read(guild), s.listIssues(orchestrator.LevelGuild))
+	g.add("GET", "/orgs/:id/issues", "listOrgIssues", read(org).within(), s.listIssues(orchestrator.LevelOrg))
+	g.add("POST", "/issues/:id/resolve", "resolveIssue", write(orchestrator.ObjectIssue), s.resolveIssue)
+	g.add("POST", "/guilds/:id/issues/resolve", "resolveGuildIssues", write(guild), s.resolveGuildIssues)
+	g.add("GET", "/guilds/:id/chat", "listGroupChat", read(guild), s.listGroupChat)
+	g.add("GET", "/agents/:id/schedules", "listAgentSchedules", read(agent), s.listAgentSchedules)
+	g.add("GET", "/agents/:id/schedules/:schedule/firings", "listScheduleFirings", read(agent), s.listScheduleFirings)
+	sec := s.serving(api, s.Secrets != nil, "the secrets service")
+	sec.add("PUT", "/agents/:id/secrets/:name", "putAgentSecret", write(agent), s.putSecret)
+	sec.add("GET", "/agents/:id/secrets", "listAgentSecrets", write(agent), s.listSecrets) // a viewer never sees a secret's name
+	sec.add("DELETE", "/agents/:id/secrets/:name", "deleteAgentSecret", write(agent), s.deleteSecret)
+	del := s.serving(api, s.Scopes != nil, "the scope store")
+	del.add("DELETE", "/orgs/:id", "deleteOrg", own(org), s.deleteScope(orchestrator.LevelOrg))
+	del.add("DELETE", "/guilds/:id", "deleteGuild", write(guild), s.deleteScope(orchestrator.LevelGuild))
+	del.add("DELETE", "/agents/:id", "deleteAgent", write(agent), s.deleteScope(orchestrator.LevelAgent))
 }
 
 // ScopeStore is the scope store the API needs: orchestrator.ScopeStore and the deletes

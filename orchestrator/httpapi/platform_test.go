@@ -65,7 +65,7 @@ func platformEnv(t *testing.T, set integrations.Set, extra func(*registry.Regist
 	}
 	cat, policy := catalogFor(t, store, reg, set, log)
 	svc.Offer = policy
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, AdminToken: token, Integrations: set, Log: log})
+	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, Integrations: set, Log: log}, store))
 	return e
 }
 

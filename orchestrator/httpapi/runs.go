@@ -25,10 +25,7 @@ type runView struct {
 func viewRun(r orchestrator.Run) runView { return runView{Run: r, RemainingToolCalls: r.Remaining()} }
 
 func (s *Server) startRun(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	if err := requireID("agent", c.Params("id")); err != nil {
 		return err
 	}
@@ -48,10 +45,7 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 }
 
 func (s *Server) getRun(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	run, err := rs.GetRun(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -60,10 +54,7 @@ func (s *Server) getRun(c *fiber.Ctx) error {
 }
 
 func (s *Server) closeRun(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	run, err := rs.CloseRun(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return err
@@ -80,10 +71,7 @@ type callBody struct {
 }
 
 func (s *Server) call(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	if err := requireID("run", c.Params("id")); err != nil {
 		return err
 	}
@@ -111,10 +99,7 @@ func effectiveLimit(limit int) int {
 // listCalls answers a page of the run's calls: limit (default 50, at most 500) after seq after;
 // next_after is the after of the next page, null on the last.
 func (s *Server) listCalls(c *fiber.Ctx) error {
-	rs, err := s.runService()
-	if err != nil {
-		return err
-	}
+	rs := s.Runs
 	var page orchestrator.CallPage
 	for name, dst := range map[string]*int64{"limit": nil, "after": &page.After} {
 		v := c.Query(name)
@@ -136,6 +121,12 @@ func (s *Server) listCalls(c *fiber.Ctx) error {
 	calls, err := rs.ListCalls(c.UserContext(), c.Params("id"), page)
 	if err != nil {
 		return err
+	}
+	if p := principalOf(c); !p.Runtime() && orchestrator.RoleRank(p.RoleAt(targetOf(c).Chain)) < orchestrator.RoleRank(orchestrator.RoleOperator) {
+		for i := range calls { // a viewer sees which tools ran and how, never what they were given or answered
+			calls[i].Arguments, calls[i].Result, calls[i].Metadata = nil, "", nil
+			calls[i].Withheld = true
+		}
 	}
 	body := fiber.Map{"calls": calls, "next_after": nil}
 	if len(calls) > 0 && len(calls) == effectiveLimit(page.Limit) {

@@ -8,10 +8,7 @@ import (
 // listAgentSchedules is GET /api/agents/{id}/schedules: the agent's schedules with their state,
 // next wake-up and last run.
 func (s *Server) listAgentSchedules(c *fiber.Ctx) error {
-	st, err := s.platform()
-	if err != nil {
-		return err
-	}
+	st := s.Platform
 	chain, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err
@@ -26,10 +23,7 @@ func (s *Server) listAgentSchedules(c *fiber.Ctx) error {
 // listScheduleFirings is GET /api/agents/{id}/schedules/{schedule}/firings: the runs a schedule
 // started, newest first, each with the instruction it carried.
 func (s *Server) listScheduleFirings(c *fiber.Ctx) error {
-	st, err := s.platform()
-	if err != nil {
-		return err
-	}
+	st := s.Platform
 	chain, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err

@@ -32,7 +32,8 @@ func (s *Server) listOrgs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"orgs": orgs})
+	p := principalOf(c)
+	return c.JSON(fiber.Map{"orgs": keep(orgs, func(o orchestrator.Org) bool { return p.ReachesOrg(o.ID) })})
 }
 
 func (s *Server) getOrg(c *fiber.Ctx) error {
@@ -72,7 +73,10 @@ func (s *Server) listGuilds(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"guilds": gs})
+	p := principalOf(c)
+	return c.JSON(fiber.Map{"guilds": keep(gs, func(g orchestrator.Guild) bool {
+		return p.RoleAt(orchestrator.Chain{Scope: orchestrator.ScopeGuild, OrgID: g.OrgID, GuildID: g.ID}) != ""
+	})})
 }
 
 func (s *Server) getGuild(c *fiber.Ctx) error {

@@ -15,13 +15,6 @@ type SecretKeeper interface {
 	Delete(ctx context.Context, agentID, name string) error
 }
 
-func (s *Server) secrets() (SecretKeeper, error) {
-	if s.Secrets == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the secrets service is not configured on this server")
-	}
-	return s.Secrets, nil
-}
-
 // secretBody is PUT /api/agents/{id}/secrets/{name}.
 type secretBody struct {
 	Value string `json:"value"`
@@ -29,10 +22,7 @@ type secretBody struct {
 
 // putSecret stores a secret granted to the agent (answering its pending requests for that name).
 func (s *Server) putSecret(c *fiber.Ctx) error {
-	sk, err := s.secrets()
-	if err != nil {
-		return err
-	}
+	sk := s.Secrets
 	var b secretBody
 	if err := decode(c, &b); err != nil {
 		return err
@@ -50,10 +40,7 @@ func (s *Server) putSecret(c *fiber.Ctx) error {
 
 // listSecrets lists the agent's secret names and its pending secret requests, never a value.
 func (s *Server) listSecrets(c *fiber.Ctx) error {
-	sk, err := s.secrets()
-	if err != nil {
-		return err
-	}
+	sk := s.Secrets
 	chain, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err
@@ -67,10 +54,7 @@ func (s *Server) listSecrets(c *fiber.Ctx) error {
 
 // deleteSecret removes one of the agent's secrets.
 func (s *Server) deleteSecret(c *fiber.Ctx) error {
-	sk, err := s.secrets()
-	if err != nil {
-		return err
-	}
+	sk := s.Secrets
 	chain, err := s.owner(c, orchestrator.LevelAgent)
 	if err != nil {
 		return err

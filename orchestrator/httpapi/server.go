@@ -6,15 +6,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -25,8 +22,6 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
 
-// AuthMode is what GET /api/instance reports: operators authenticate with a bearer token.
-const AuthMode = "token"
 
 //go:embed openapi.json
 var openapiDoc []byte
@@ -34,14 +29,13 @@ var openapiDoc []byte
 // Server holds what the handlers need; cmd sets the fields before New. A service left nil makes
 // its routes answer 500 naming what is not configured.
 type Server struct {
-	Scopes     ScopeStore
-	Runs       RunService     // runs and their tool calls
-	Bindings   CatalogService // catalog, connections, bindings and access views
-	Artifacts  ArtifactStore  // collections, records, notes and memory
-	Platform   PlatformStore  // issues inbox, secrets, schedules, group chat
-	Secrets    SecretKeeper   // agent secrets (values never returned)
-	GitHub     GitHubService  // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
-	AdminToken string         // GUILDS_ADMIN_TOKEN; every /api route requires it
+	Scopes    ScopeStore
+	Runs      RunService     // runs and their tool calls
+	Bindings  CatalogService // catalog, connections, bindings and access views
+	Artifacts ArtifactStore  // collections, records, notes and memory
+	Platform  PlatformStore  // issues inbox, secrets, schedules, group chat
+	Secrets   SecretKeeper   // agent secrets (values never returned)
+	GitHub    GitHubService  // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
 	// Integrations is which integrations' variables the box has set, for the instance view.
 	Integrations integrations.Set
 	Sandbox      SandboxReporter   // the agents' sandboxes, for the instance view; nil: reported as none
@@ -89,14 +83,6 @@ type Health interface {
 	SandboxErr() error
 }
 
-// runService returns the run service, or an error when the server was built without one.
-func (s *Server) runService() (RunService, error) {
-	if s.Runs == nil {
-		return nil, orchestrator.Errorf(orchestrator.EINTERNAL, "the run service is not configured on this server")
-	}
-	return s.Runs, nil
-}
-
 func (s *Server) log() *slog.Logger {
 	if s.Log != nil {
 		return s.Log
@@ -128,48 +114,57 @@ func (s *Server) fiberConfig() fiber.Config {
 	}
 }
 
-// New returns the fiber app with every route registered.
+// New returns the fiber app with every route registered, each behind the guard that resolves the
+// caller and decides with its roles (auth.go).
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
-	app.Use(s.recoverAndLog)
+	app.Use(s.recoverAndLog, requestID, s.audit)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.auth, s.metrics())
-	app.Get(oauthCallbackPath, s.githubCallback) // the GitHub App's callbacks; any other goes on to the OAuth logins'
-	app.Get(oauthCallbackPath, s.oauthCallback)  // before /api's bearer check: the operator's browser carries no token
-
-	// The API's document holds no data: it is served before /api's bearer check.
-	app.Get("/api/openapi.json", func(c *fiber.Ctx) error {
+	s.route(app, "GET", "/metrics", "metrics", admin(), s.metrics())
+	// The OAuth callbacks: the operator's browser carries no credential (the state is the key).
+	s.route(app, "GET", oauthCallbackPath, "oauthCallback", public(), s.githubCallback) // the GitHub App's; any other goes on
+	s.route(app, "GET", oauthCallbackPath, "oauthCallback", public(), s.oauthCallback)
+	// The API's document holds no data.
+	s.route(app, "GET", "/api/openapi.json", "openapi", public(), func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(openapiDoc)
 	})
 
-	// Single sign-on is public: before /api's bearer check, until the principal guard replaces it
-	// (then ssoRoutes is called beside identityRoutes instead).
-	s.ssoRoutes(app.Group("/api"))
-
-	api := app.Group("/api", s.auth, s.available)
-	api.Get("/instance", s.instance)
-	api.Post("/orgs", s.createOrg)
-	api.Get("/orgs", s.listOrgs)
-	api.Get("/orgs/:id", s.getOrg)
-	api.Post("/orgs/:id/guilds", s.createGuild)
-	api.Get("/orgs/:id/guilds", s.listGuilds)
-	api.Get("/guilds/:id", s.getGuild)
-	api.Post("/guilds/:id/agents", s.createAgent)
-	api.Get("/guilds/:id/agents", s.listAgents)
-	api.Get("/agents/:id", s.getAgent)
-	api.Patch("/agents/:id", s.patchAgent)
-	api.Post("/agents/:id/runs", s.startRun)
-	api.Get("/runs/:id", s.getRun)
-	api.Post("/runs/:id/close", s.closeRun)
-	api.Post("/runs/:id/calls", s.call)
-	api.Get("/runs/:id/calls", s.listCalls)
+	api := app.Group("/api", s.available)
+	org, guild, agent := orchestrator.ObjectOrg, orchestrator.ObjectGuild, orchestrator.ObjectAgent
+	s.route(api, "GET", "/instance", "getInstance", instanceView(), s.instance)
+	sc := s.serving(api, s.Scopes != nil, "the scope store")
+	sc.add("POST", "/orgs", "createOrg", admin(), s.createOrg)
+	sc.add("GET", "/orgs", "listOrgs", anyone(), s.listOrgs)
+	sc.add("GET", "/orgs/:id", "getOrg", read(org).within(), s.getOrg)
+	sc.add("POST", "/orgs/:id/guilds", "createGuild", write(org), s.createGuild)
+	sc.add("GET", "/orgs/:id/guilds", "listGuilds", read(org).within(), s.listGuilds)
+	sc.add("GET", "/guilds/:id", "getGuild", read(guild), s.getGuild)
+	sc.add("POST", "/guilds/:id/agents", "createAgent", write(guild), s.createAgent)
+	sc.add("GET", "/guilds/:id/agents", "listAgents", read(guild), s.listAgents)
+	sc.add("GET", "/agents/:id", "getAgent", agentRuntime(orchestrator.RoleViewer), s.getAgent)
+	sc.add("PATCH", "/agents/:id", "patchAgent", write(agent), s.patchAgent)
+	rs := s.serving(api, s.Runs != nil, "the run service")
+	rs.add("POST", "/agents/:id/runs", "startRun", agentRuntime(orchestrator.RoleOperator), s.startRun)
+	rs.add("GET", "/runs/:id", "getRun", readRun(), s.getRun)
+	rs.add("POST", "/runs/:id/close", "closeRun", writeRun(), s.closeRun)
+	rs.add("POST", "/runs/:id/calls", "callTool", writeRun(), s.call)
+	rs.add("GET", "/runs/:id/calls", "listCalls", readRun(), s.listCalls)
 	s.catalogRoutes(api)
 	s.githubRoutes(api)
-	s.driveRoutes(api)
 	s.artifactRoutes(api)
 	s.platformRoutes(api)
+	s.identityRoutes(api)
+	s.ssoRoutes(api)
+	// An unknown /api route answers 404 only to a caller with a credential: nobody maps the API
+	// without one.
+	api.Use(func(c *fiber.Ctx) error {
+		if _, err := s.authenticate(c); err != nil {
+			return err
+		}
+		return c.Next()
+	})
 	return app
 }
 
@@ -248,22 +243,6 @@ func (s *Server) available(c *fiber.Ctx) error {
 		if err := s.Health.DatabaseErr(c.UserContext(), nil); err != nil {
 			return err
 		}
-	}
-	return c.Next()
-}
-
-// auth requires "Authorization: Bearer <GUILDS_ADMIN_TOKEN>", compared in constant time.
-func (s *Server) auth(c *fiber.Ctx) error {
-	h := c.Get(fiber.HeaderAuthorization)
-	if h == "" {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="guilds"`)
-		return orchestrator.Errorf(orchestrator.EUNAUTHORIZED, "missing Authorization header; send Authorization: Bearer <operator token> (GUILDS_ADMIN_TOKEN)")
-	}
-	scheme, token, _ := strings.Cut(h, " ")
-	got, want := sha256.Sum256([]byte(strings.TrimSpace(token))), sha256.Sum256([]byte(s.AdminToken))
-	if !strings.EqualFold(scheme, "Bearer") || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="guilds", error="invalid_token"`)
-		return orchestrator.Errorf(orchestrator.EUNAUTHORIZED, "wrong operator token; send Authorization: Bearer <GUILDS_ADMIN_TOKEN>")
 	}
 	return c.Next()
 }

@@ -126,7 +126,7 @@ func newSSOEnv(t testing.TB, issuer int) *ssoEnv {
 	audited := make(chan struct{})
 	go func() { defer close(audited); e.audit.Run(actx, 5*time.Second) }()
 	t.Cleanup(func() { stopAudit(); <-audited })
-	app := httpapi.NewAccountsApp(&httpapi.Server{Identity: e.ids, Accounts: e.store, SSO: sso, AdminToken: token, PublicBaseURL: e.base,
+	app := httpapi.New(&httpapi.Server{Identity: e.ids, Accounts: e.store, Places: e.store, SSO: sso, PublicBaseURL: e.base,
 		Audit: e.audit, Log: slog.New(slog.DiscardHandler)})
 	go func() { _ = app.Listener(ln) }()
 	t.Cleanup(func() { _ = app.ShutdownWithTimeout(10 * time.Second) })

@@ -14,7 +14,7 @@ import (
 func TestUnconfiguredServices(t *testing.T) {
 	logs := &syncBuffer{}
 	e := &env{t: t, logs: logs}
-	e.app = httpapi.New(&httpapi.Server{AdminToken: token, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	e.app = httpapi.New(guarded(&httpapi.Server{Log: slog.New(slog.NewJSONHandler(logs, nil))}, nil))
 	for _, tc := range []struct {
 		method, path string
 		body         any

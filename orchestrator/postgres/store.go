@@ -283,9 +283,11 @@ func (s *Store) CreateRun(ctx context.Context, r orchestrator.Run) error {
 			return fmt.Errorf("create run: %w", err)
 		}
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt, state)
+	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, state,
+			token_hash, token_sealed, token_expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt, state,
+		r.TokenHash, r.TokenSealed, r.TokenExpiresAt)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return notFound("agent", r.AgentID)

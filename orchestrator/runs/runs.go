@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/pipeline"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
@@ -29,6 +30,7 @@ type Service struct {
 	Dynamic  DynamicTools            // per-agent tools beside the registry (parameterised scripts); nil means none
 	MCP      MCPCaller               // calls of offered MCP tools; nil answers them with an error
 	State    StateSource             // what a run starts knowing besides its tools (pinned prices); nil means nothing
+	Tokens   RunTokens               // mints each run's own token at its start; nil means runs have none
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
@@ -130,11 +132,27 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 	if s.State != nil {
 		run.State = s.State.RunState(ctx, agent)
 	}
+	if s.Tokens != nil {
+		t, err := s.Tokens.MintRunToken(run.ID)
+		if err != nil {
+			return orchestrator.Run{}, fmt.Errorf("mint the run's token: %w", err)
+		}
+		run.Token, run.TokenHash, run.TokenSealed, run.TokenExpiresAt = t.Value, t.Hash, t.Sealed, &t.ExpiresAt
+	}
 	if err := s.Runs.CreateRun(ctx, run); err != nil {
 		return orchestrator.Run{}, err
 	}
+	if run.Token != "" {
+		s.addSecrets(run.ID, []string{run.Token}) // the run's redaction masks its own token from its first call
+	}
+	run.TokenHash, run.TokenSealed, run.TokenExpiresAt = nil, nil, nil
 	s.log().Info("run started", "run_id", run.ID, "agent_id", agent.ID, "kind", run.Kind, "offered", len(offered), "budget", budget)
 	return run, nil
+}
+
+// RunTokens mints a run's own token (identity.Service implements it).
+type RunTokens interface {
+	MintRunToken(runID string) (identity.RunToken, error)
 }
 
 // StateSource is what a run starts knowing besides its tools: bindings' Pinned prices quote.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -140,7 +141,7 @@ func newEnv(t testing.TB, p sandbox.Provider) *env {
 	}
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{},
 		Secrets: fixedSecrets{secretValue}, Log: log}
-	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Log: log})
+	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Log: log, Identity: &identity.Service{Store: store, Bootstrap: token}, Places: store})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
@@ -61,7 +62,7 @@ func TestShellSeesTheAgentsSecrets(t *testing.T) {
 			}
 			svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{},
 				Secrets: joined{sec, fixedSecrets{connectorKey}}, Log: log}
-			app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, AdminToken: token, Log: log})
+			app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Log: log, Identity: &identity.Service{Store: store, Bootstrap: token}, Places: store})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)

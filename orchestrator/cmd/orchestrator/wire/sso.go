@@ -9,7 +9,6 @@ import (
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
-	"github.com/guildsai/guilds/orchestrator/sealed"
 )
 
 // ssoTimeout bounds each request to the OpenID provider (discovery, keys, token, userinfo).
@@ -18,11 +17,10 @@ const ssoTimeout = 30 * time.Second
 // singleSignOn builds OpenID Connect single sign-on when GUILDS_OIDC_ISSUER, GUILDS_OIDC_CLIENT_ID
 // and GUILDS_OIDC_CLIENT_SECRET are set (config.Load checked them); nil, off, otherwise. The
 // provider is discovered at the first sign-in, so a provider that is down does not stop a start.
-func singleSignOn(cfg config.Config, store *postgres.Store, box *sealed.Box, log *slog.Logger) httpapi.SSOService {
+func singleSignOn(cfg config.Config, store *postgres.Store, ids *identity.Service, log *slog.Logger) httpapi.SSOService {
 	if !cfg.OIDC.Enabled() {
 		return nil
 	}
-	ids := &identity.Service{Store: store, Box: box, Bootstrap: cfg.AdminToken, Log: log}
 	log.Info("single sign-on is on: register PUBLIC_BASE_URL + /api/sessions/oidc/callback as the client's redirect URI at the provider",
 		"issuer", cfg.OIDC.Issuer, "client_id", cfg.OIDC.ClientID)
 	return &identity.SSO{Identity: ids, States: store, Config: cfg.OIDC, HTTP: &http.Client{Timeout: ssoTimeout}}

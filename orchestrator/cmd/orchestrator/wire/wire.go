@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
@@ -27,10 +29,12 @@ import (
 	"github.com/guildsai/guilds/orchestrator/connectors/github"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
+	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/guildsai/guilds/orchestrator/sealed"
 	"github.com/guildsai/guilds/orchestrator/tools/scripts"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
@@ -54,6 +58,7 @@ type Graph struct {
 	Store    *postgres.Store
 	Registry *registry.Registry
 	Metrics  *Metrics
+	Audit    *identity.Auditor // the audit log's writer, drained by Close
 
 	close []func()
 }
@@ -124,6 +129,7 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 	if err := web.Register(reg); err != nil {
 		return nil, err
 	}
+	ids := g.identity(ctx, cfg, o, store, cat.Box)
 	gate := &github.Gate{Policy: policy, App: gh} // the bindings' offer and state, with GitHub's generation start
 	g.Runs = &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
@@ -131,17 +137,38 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		Dynamic: scr,
 		MCP:     caller,
 		State:   gate,
-		Secrets: orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh),
+		Secrets: orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh, ids),
+		Tokens:  ids,
 		Log:     log,
 	}
 	g.Metrics = newMetrics(o.Pool, boxes)
 	g.Runs.Observe = g.Metrics.observeCall
 	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh,
-		AdminToken: cfg.AdminToken, SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
+		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
-		SSO: singleSignOn(cfg, store, cat.Box, log)})
+		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log)})
 	return g, nil
 }
+
+// identity builds who-is-calling: the identity service, kept in step with every replica's changes
+// by the database's notices, and the audit log's writer. Both run until Close.
+func (g *Graph) identity(ctx context.Context, cfg config.Config, o Options, store *postgres.Store, box *sealed.Box) *identity.Service {
+	ids := &identity.Service{Store: store, Box: box, Bootstrap: cfg.AdminToken, SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax, Log: o.Log}
+	g.Audit = &identity.Auditor{Store: store, Log: o.Log}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		ids.Watch(bg, postgres.Listener{Pool: o.Pool, Channel: postgres.IdentityChannel, Log: o.Log})
+	}()
+	go func() { defer wg.Done(); g.Audit.Run(bg, auditDrain) }()
+	g.close = append(g.close, func() { stop(); wg.Wait() })
+	return ids
+}
+
+// auditDrain bounds how long a stop waits to write the audit rows still queued.
+const auditDrain = 10 * time.Second
 
 // health is what /readyz and the API's 503s ask: the database monitor and the sandbox backend.
 type health struct {
