@@ -14,7 +14,6 @@ type DriveService interface {
 	PickDriveFolder(ctx context.Context, id, folderID string) (orchestrator.Connection, error)
 }
 
-
 // driveFolders answers GET /api/mcp/connections/:id/drive/folders?parent=: My Drive, Shared with
 // me and the shared drives without a parent, else the folders under it.
 func (s *Server) driveFolders(c *fiber.Ctx) error {

@@ -22,7 +22,6 @@ import (
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
 
-
 //go:embed openapi.json
 var openapiDoc []byte
 
