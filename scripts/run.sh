@@ -40,9 +40,12 @@ db="embedded PostgreSQL in $GUILDS_DATA_DIR/postgres"
 cat <<MSG
 
   guilds orchestrator
-  address:  http://$listen    (GET /healthz, the API under /api, its OpenAPI at /api/openapi.json)
-  token:    $token
+  address:  http://$listen    (the operator app at /, the API under /api, its OpenAPI at /api/openapi.json)
+  bootstrap token: $token     (the instance admin's: keep it for scripts and the first account)
   database: $db
+  first account (in another terminal, once it listens; asks for a password of 12+ characters):
+            bin/orchestrator accounts create --admin --email you@example.com --name "Your Name"
+  then sign in at http://$listen/ with that email and password.
   try:      curl -H 'Authorization: Bearer $token' http://$listen/api/instance
   Ctrl-C stops it (and its PostgreSQL). Operational logs (JSON) follow.
 

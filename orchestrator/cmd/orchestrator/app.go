@@ -36,8 +36,9 @@ type hooks struct {
 const usage = `usage: orchestrator <command>
 
 commands:
-  serve     run the operator API on GUILDS_LISTEN (default 127.0.0.1:8080)
-  migrate   apply the database migrations and exit
+  serve            run the operator API and app on GUILDS_LISTEN (default 127.0.0.1:8080)
+  migrate          apply the database migrations and exit
+  accounts create  make an operator account through the running server (--help for its flags)
 
 Configuration comes from the environment and ./.env (the environment wins): GUILDS_LISTEN,
 GUILDS_ADMIN_TOKEN (required by serve), DATABASE_URL (unset: a local PostgreSQL cluster under
@@ -48,11 +49,18 @@ tool list is older), and the integrations' keys.
 `
 
 // run is the whole program; it returns the exit status.
-func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer, h hooks) int {
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer, h hooks) int {
 	switch {
 	case len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
 		fmt.Fprint(stdout, usage)
 		return 0
+	case len(args) > 1 && args[0] == "accounts":
+		cfg, err := config.Load(lookup, ".env")
+		if err != nil {
+			fmt.Fprintf(stderr, "orchestrator: %v\n", err)
+			return 1
+		}
+		return accounts(ctx, cfg, args[1:], stdin, stdout, stderr)
 	case len(args) != 1:
 		fmt.Fprintf(stderr, "orchestrator: want exactly one command\n\n%s", usage)
 		return 2

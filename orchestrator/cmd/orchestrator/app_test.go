@@ -73,7 +73,7 @@ func startServe(t testing.TB, env map[string]string, tools func(*registry.Regist
 	s := &started{cancel: cancel, done: make(chan int, 1), stderr: &syncBuf{}}
 	addrc := make(chan string, 1)
 	go func() {
-		s.done <- run(ctx, []string{"serve"}, lookupOf(env), io.Discard, s.stderr, hooks{tools: tools, listening: func(a string) { addrc <- a }})
+		s.done <- run(ctx, []string{"serve"}, lookupOf(env), strings.NewReader(""), io.Discard, s.stderr, hooks{tools: tools, listening: func(a string) { addrc <- a }})
 	}()
 	select {
 	case s.addr = <-addrc:
@@ -292,7 +292,7 @@ func TestCommands(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			code := run(context.Background(), tt.args, lookupOf(env), &out, &errb, hooks{})
+			code := run(context.Background(), tt.args, lookupOf(env), strings.NewReader(""), &out, &errb, hooks{})
 			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
 				t.Fatalf("code %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errb.String())
 			}
@@ -307,7 +307,7 @@ func TestMigrateFreshDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb syncBuf
-	if code := run(context.Background(), []string{"migrate"}, lookupOf(map[string]string{"DATABASE_URL": dsn}), &out, &errb, hooks{}); code != 0 {
+	if code := run(context.Background(), []string{"migrate"}, lookupOf(map[string]string{"DATABASE_URL": dsn}), strings.NewReader(""), &out, &errb, hooks{}); code != 0 {
 		t.Fatalf("migrate: %d %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "applied 0001_core.sql") {
@@ -338,7 +338,7 @@ func TestInstanceReportsSandbox(t *testing.T) {
 	second := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
 		"GUILDS_DATA_DIR": sandboxtest.Root(t), "GUILDS_SANDBOX_UID_BASE": env["GUILDS_SANDBOX_UID_BASE"]}
 	first, _ := filepath.Abs(env["GUILDS_DATA_DIR"])
-	if code := run(context.Background(), []string{"serve"}, lookupOf(second), &out, &errb, hooks{}); code != 1 ||
+	if code := run(context.Background(), []string{"serve"}, lookupOf(second), strings.NewReader(""), &out, &errb, hooks{}); code != 1 ||
 		!strings.Contains(errb.String(), fmt.Sprintf("pid %d, data folder %s", os.Getpid(), first)) || !strings.Contains(errb.String(), "set another GUILDS_SANDBOX_UID_BASE") {
 		t.Errorf("a second orchestrator on the same uid range: exit %d: %s", code, errb.String())
 	}
@@ -379,9 +379,47 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		var out, errb syncBuf
 		env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
 			"GUILDS_DATA_DIR": t.TempDir(), bad.name: bad.value}
-		if code := run(context.Background(), []string{"serve"}, lookupOf(env), &out, &errb, hooks{}); code != 1 ||
+		if code := run(context.Background(), []string{"serve"}, lookupOf(env), strings.NewReader(""), &out, &errb, hooks{}); code != 1 ||
 			!strings.Contains(errb.String(), bad.name) || !strings.Contains(errb.String(), bad.says) {
 			t.Errorf("%s=%s: exit %d: %s", bad.name, bad.value, code, errb.String())
 		}
+	}
+}
+
+// TestAccountsCreate: `orchestrator accounts create` makes the first account through the running
+// server with the bootstrap token (from the environment, or the data folder's admin-token file),
+// and the account signs in; a refused one says why.
+func TestAccountsCreate(t *testing.T) {
+	_, dsn := pgtest.NewDBWithDSN(t)
+	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken}, nil)
+	defer s.stop(t)
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "admin-token"), []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GUILDS_LISTEN": s.addr, "GUILDS_DATA_DIR": data} // the token from the file, as make run keeps it
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"accounts", "create", "--email", "Ada@Example.com", "--name", "Ada", "--admin", "--password-stdin"},
+		lookupOf(env), strings.NewReader("tangerine orbit walrus\n"), &out, &errb, hooks{})
+	if code != 0 || !strings.Contains(out.String(), "created instance admin ada@example.com") {
+		t.Fatalf("accounts create: %d %q %q", code, out.String(), errb.String())
+	}
+	resp, err := http.Post("http://"+s.addr+"/api/sessions", "application/json", strings.NewReader(`{"email":"ada@example.com","password":"tangerine orbit walrus"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("the new account signs in: %d", resp.StatusCode)
+	}
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"accounts", "create", "--email", "bob@example.com", "--name", "Bob", "--password-stdin"},
+		lookupOf(env), strings.NewReader("short\n"), &out, &errb, hooks{})
+	if code != 1 || !strings.Contains(errb.String(), "at least 12 characters") {
+		t.Fatalf("a short password: %d %q", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"accounts", "create"}, lookupOf(env), strings.NewReader(""), &out, &errb, hooks{}); code != 2 {
+		t.Fatalf("no flags: %d", code)
 	}
 }

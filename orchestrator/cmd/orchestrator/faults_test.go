@@ -31,7 +31,7 @@ const childEnv = "GUILDS_TEST_CHILD_SERVE"
 func childServe() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, []string{"serve"}, os.LookupEnv, os.Stdout, os.Stderr, hooks{tools: childTools})
+	return run(ctx, []string{"serve"}, os.LookupEnv, os.Stdin, os.Stdout, os.Stderr, hooks{tools: childTools})
 }
 
 // childTools adds `wait`, which notes its call id under GUILDS_TEST_EFFECTS (its effect: one line
