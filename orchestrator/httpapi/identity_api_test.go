@@ -146,7 +146,7 @@ func TestAccountsMembersAndSessions(t *testing.T) {
 	vs := e.signIn("viewer@example.com", password)
 	e.expect(200, vs, "GET", "/api/guilds/"+guildA, nil)
 	e.expect(200, vs, "GET", "/api/orgs/"+orgA, nil) // its organisation, as the place its guild sits
-	e.expect(404, vs, "GET", "/api/orgs/"+orgA+"/notes", nil)
+	e.expect(403, vs, "GET", "/api/orgs/"+orgA+"/notes", nil) // its org is in reach; the org's own notes need a role there
 	e.expect(403, vs, "POST", "/api/guilds/"+guildA+"/agents", map[string]any{"name": "Nope"})
 	e.expect(403, vs, "PUT", "/api/guilds/"+guildA+"/members/"+owner["id"].(string), map[string]any{"role": "viewer"})
 

@@ -145,15 +145,22 @@ func (p Principal) May(t Target, need Need) error {
 	if t.Scope == "" { // no target: any account may call it (listings filter what they answer)
 		return nil
 	}
+	// Reach is any role at or under the target (a guild's members see their organisation, as the
+	// place their guild sits); the role that counts is the one over the target itself, unless the
+	// route lets a role under it count (Within).
+	if p.RoleWithin(t.Chain) == "" {
+		return notFound(t)
+	}
 	role := p.RoleAt(t.Chain)
 	if need.Within {
 		role = p.RoleWithin(t.Chain)
 	}
-	if role == "" {
-		return notFound(t)
-	}
 	if orchestrator.RoleRank(role) < orchestrator.RoleRank(need.Role) {
-		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "this needs the %s role at %s; %s holds %s there", need.Role, describe(t.Chain), p.Label(), role)
+		held := "holds " + role + " there"
+		if role == "" {
+			held = "holds a role only in its guilds"
+		}
+		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "this needs the %s role at %s; %s %s", need.Role, describe(t.Chain), p.Label(), held)
 	}
 	return nil
 }
