@@ -132,6 +132,7 @@ func (s *Server) fiberConfig() fiber.Config {
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
 	app.Use(s.recoverAndLog)
+	app.Use(refuseNUL)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.auth, s.metrics())

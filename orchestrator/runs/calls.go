@@ -53,14 +53,21 @@ const maxClientCallID = 200
 // Call carries one tool call of a run: record it as started, invoke, stamp, record it as completed,
 // answer. A tool failure (bad arguments, a tool the run does not offer, a handler error or panic)
 // is a stored "ERROR: ..." result, since the model must see it; a run that is closed or out of
-// budget is refused with ECONFLICT and nothing is stored. The call runs to its end even when ctx is
-// cancelled (the client hung up): a retry under its CallID then gets its result.
+// budget is refused with ECONFLICT and nothing is stored, and so is a name or an argument holding a
+// NUL character (EINVALID naming the argument), which no command or stored text can carry. The
+// call runs to its end even when ctx is cancelled (the client hung up): a retry under its CallID then gets its result.
 func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (CallResult, error) {
 	if req.Name == "" {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is required: the tool to call")
 	}
 	if len(req.Name) > 200 {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is %d bytes long; a tool name is at most 64 characters", len(req.Name))
+	}
+	if err := orchestrator.CheckNUL("name", req.Name); err != nil {
+		return CallResult{}, err
+	}
+	if field, ok := orchestrator.NULPath(req.Arguments); ok {
+		return CallResult{}, orchestrator.NULError(argumentPath(field))
 	}
 	if len(req.CallID) > maxClientCallID || strings.ContainsFunc(req.CallID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "call_id must be at most %d printable ASCII characters without spaces (the model's tool-call id), got %q", maxClientCallID, truncate(req.CallID, 40))
@@ -115,6 +122,17 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 		f.err = err
 	}
 	return f.res, f.err
+}
+
+// argumentPath names a field of the arguments, as NULPath gave it, from the request's root.
+func argumentPath(field string) string {
+	switch {
+	case field == "":
+		return "arguments"
+	case strings.HasPrefix(field, "["):
+		return "arguments" + field
+	}
+	return "arguments." + field
 }
 
 // differentCall is the answer to a request reusing a client call id for another call.
