@@ -114,6 +114,9 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 	if req.Config.MaxScripts != nil {
 		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "config.max_scripts is the agent's setting, not a run's; change it with PATCH /api/agents/{id}")
 	}
+	if req.Config.MaxSchedules != nil {
+		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "config.max_schedules is the agent's setting, not a run's; change it with PATCH /api/agents/{id}")
+	}
 	agent, err := s.Scopes.GetAgent(ctx, agentID)
 	if err != nil {
 		return orchestrator.Run{}, err
