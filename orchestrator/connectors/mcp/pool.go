@@ -27,7 +27,7 @@ type Pool struct {
 	closed    bool
 	sessions  map[string]*session
 	changed   map[string]bool // connection ids that sent tools/list_changed since their last listing
-	failing   map[string]int  // connection ids whose session broke or cannot open: failures this incident
+	failing   map[string]int  // connection ids whose session cannot open: failures this incident
 	progress  sync.Map        // progress token → func renewing its call's deadline
 	janitorOn bool
 }
@@ -297,17 +297,21 @@ func (p *Pool) release(s *session) {
 	}
 }
 
-// failed records one failure of the connection's session (it broke, or it cannot open): the
-// first of an incident is logged at WARN with what happened, the next ones at DEBUG until the
-// session opens again, so a server that stays down does not fill the log.
+// failed records that the connection's session cannot open: the first failure of an incident is
+// logged with what happened (WARN; INFO for refused credentials, the login's to fix, not the
+// server's fault), the next ones at DEBUG until the session opens again, so a server that stays
+// down does not fill the log.
 func (p *Pool) failed(conn Connection, msg string, err error) {
 	p.mu.Lock()
 	p.failing[conn.ID]++
 	n := p.failing[conn.ID]
 	p.mu.Unlock()
 	lvl := slog.LevelWarn
-	if n > 1 {
+	switch {
+	case n > 1:
 		lvl = slog.LevelDebug
+	case errors.Is(err, ErrRejected):
+		lvl = slog.LevelInfo
 	}
 	p.log.Log(context.Background(), lvl, msg, "server", conn.Slug, "connection", conn.ID, "failures", n, "err", err.Error())
 }
