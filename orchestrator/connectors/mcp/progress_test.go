@@ -34,10 +34,10 @@ func progressTool(f *fake, name string, n int, tick time.Duration) {
 func TestProgressExtendsACall(t *testing.T) {
 	t.Parallel()
 	f := newFake(t)
-	progressTool(f, "slow_but_reporting", 8, 100*time.Millisecond) // 800 ms in all, 100 ms between notices
-	progressTool(f, "reports_forever", -1, 100*time.Millisecond)
+	progressTool(f, "slow_but_reporting", 12, 150*time.Millisecond) // 1.8 s in all, 150 ms between notices
+	progressTool(f, "reports_forever", -1, 150*time.Millisecond)
 	hangTool(f)
-	p := newPool(t, Config{CallTimeout: 400 * time.Millisecond, CallMax: 1500 * time.Millisecond}, nil)
+	p := newPool(t, Config{CallTimeout: time.Second, CallMax: 3 * time.Second}, nil)
 	conn := Connection{ID: "c1", Slug: "slow", URL: f.URL}
 
 	start := time.Now()
@@ -45,17 +45,17 @@ func TestProgressExtendsACall(t *testing.T) {
 	if err != nil || out != "finished" {
 		t.Fatalf("a call reporting progress past CallTimeout = %q, %v", out, err)
 	}
-	if d := time.Since(start); d < 800*time.Millisecond {
+	if d := time.Since(start); d < 1800*time.Millisecond {
 		t.Fatalf("the call answered after %v, before its server finished", d)
 	}
 
 	_, err = p.Call(context.Background(), conn, Tool{RemoteName: "reports_forever"}, nil)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped after 1.5s") || !strings.Contains(err.Error(), CallMaxVar) {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped after 3s") || !strings.Contains(err.Error(), CallMaxVar) {
 		t.Fatalf("a call reporting progress forever = %v; want it stopped at CallMax, naming %s", err, CallMaxVar)
 	}
 
 	_, err = p.Call(context.Background(), conn, Tool{RemoteName: "hang"}, nil)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 400ms without an answer or a progress notice ("+CallTimeoutVar+")") ||
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 1s without an answer or a progress notice ("+CallTimeoutVar+")") ||
 		!strings.Contains(err.Error(), CallMaxVar) || strings.Contains(err.Error(), "try again") {
 		t.Fatalf("a silent call = %v", err)
 	}

@@ -157,10 +157,10 @@ func TestServerThatCannotReopen(t *testing.T) {
 
 }
 
-// waitUntil polls cond for up to 5 s.
+// waitUntil polls cond for up to 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
