@@ -393,6 +393,7 @@ func (p *Pool) do(ctx context.Context, conn Connection, op string, l limit, fn f
 		rctx, stop := p.bound(context.WithValue(ctx, probeKey{}, pr), l)
 		err = fn(rctx, s)
 		var over errLimit
+		ended := rctx.Err() != nil
 		timedOut := errors.As(context.Cause(rctx), &over) && ctx.Err() == nil
 		stop()
 		p.release(s)
@@ -403,7 +404,16 @@ func (p *Pool) do(ctx context.Context, conn Connection, op string, l limit, fn f
 		if timedOut {
 			timeout = l.what(over.idle)
 		}
-		switch s.classify(err, pr) {
+		fault := s.classify(err, pr)
+		if ended {
+			// The request's own context ended (its limit, or the caller): whatever the library
+			// made of that (it may answer "unexpected nil response"), the session is fine.
+			fault = keep
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+		}
+		switch fault {
 		case expired:
 			if attempt == 0 {
 				p.discard(s)

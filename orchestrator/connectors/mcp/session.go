@@ -306,7 +306,7 @@ func (s *session) describe(op string, err error, pr *probe, timeout string) erro
 	switch {
 	case pr.tooLarge.Load() || errors.Is(err, ErrTooLarge) || (s.transport == SSE && s.w.overflowed.Load()):
 		return fmt.Errorf("%s: %w: the server sent more than %d bytes", prefix, ErrTooLarge, s.p.cfg.MaxResponseBytes)
-	case timeout != "" && errors.Is(err, context.DeadlineExceeded) || timeout != "" && errors.Is(err, context.Canceled):
+	case timeout != "":
 		return &remoteError{msg: prefix + ": " + timeout, cause: context.DeadlineExceeded}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &remoteError{msg: prefix + ": " + err.Error(), cause: err}
