@@ -16,11 +16,11 @@ func TestParseConfigPatch(t *testing.T) {
 		{``, base, ""},
 		{`null`, base, ""},
 		{`{}`, base, ""},
-		{`{"coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 10}, ""},
-		{`{"browser": true, "memory": false}`, AgentConfig{Browser: true, Scripting: true, MaxScripts: 10}, ""},
-		{`{"max_scripts": 25}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 25}, ""},
-		{`{"max_scripts": 1, "coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 1}, ""},
-		{`{"max_scripts": 100}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 100}, ""},
+		{`{"coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 10, MaxSchedules: 10}, ""},
+		{`{"browser": true, "memory": false}`, AgentConfig{Browser: true, Scripting: true, MaxScripts: 10, MaxSchedules: 10}, ""},
+		{`{"max_scripts": 25}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 25, MaxSchedules: 10}, ""},
+		{`{"max_scripts": 1, "coding": true}`, AgentConfig{Coding: true, Scripting: true, Memory: true, MaxScripts: 1, MaxSchedules: 10}, ""},
+		{`{"max_scripts": 100}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 100, MaxSchedules: 10}, ""},
 		{`{"max_scripts": 0}`, base, "config.max_scripts: must be a whole number from 1 to 100 (how many scripts the agent may keep; default 10), got 0"},
 		{`{"max_scripts": -3}`, base, "config.max_scripts: must be a whole number from 1 to 100"},
 		{`{"max_scripts": 101}`, base, "got 101"},
@@ -28,7 +28,12 @@ func TestParseConfigPatch(t *testing.T) {
 		{`{"max_scripts": "10"}`, base, `got "10"`},
 		{`{"max_scripts": null}`, base, "got null"},
 		{`{"max_scripts": 1e999}`, base, "config.max_scripts: must be a whole number"},
-		{`{"gpu": true, "coding": "yes"}`, base, "config.coding: must be true or false, got \"yes\"; config.gpu: unknown key; the keys are browser, coding, max_scripts, memory, scripting"},
+		{`{"gpu": true, "coding": "yes"}`, base, "config.coding: must be true or false, got \"yes\"; config.gpu: unknown key; the keys are browser, coding, max_schedules, max_scripts, memory, scripting"},
+		{`{"max_schedules": 3}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 10, MaxSchedules: 3}, ""},
+		{`{"max_schedules": 100, "max_scripts": 2}`, AgentConfig{Scripting: true, Memory: true, MaxScripts: 2, MaxSchedules: 100}, ""},
+		{`{"max_schedules": 0}`, base, "config.max_schedules: must be a whole number from 1 to 100 (how many schedules the agent may keep; default 10), got 0"},
+		{`{"max_schedules": 101}`, base, "config.max_schedules: must be a whole number from 1 to 100"},
+		{`{"max_schedules": 1.5}`, base, "got 1.5"},
 		{`{"coding": null}`, base, "config.coding: must be true or false"},
 		{`[true]`, base, "config must be an object"},
 		{`"coding"`, base, "config must be an object"},
@@ -65,6 +70,15 @@ func TestScriptLimit(t *testing.T) {
 	}
 }
 
+func TestScheduleLimit(t *testing.T) {
+	if got := (AgentConfig{}).ScheduleLimit(); got != DefaultMaxSchedules {
+		t.Fatalf("a config stored before max_schedules: limit %d, want %d", got, DefaultMaxSchedules)
+	}
+	if got := (AgentConfig{MaxSchedules: 4}).ScheduleLimit(); got != 4 {
+		t.Fatalf("limit %d, want 4", got)
+	}
+}
+
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
@@ -92,7 +106,7 @@ func TestErrors(t *testing.T) {
 
 // FuzzParseConfigPatch: any input (it comes from API clients) parses or fails with EINVALID.
 func FuzzParseConfigPatch(f *testing.F) {
-	for _, s := range []string{`{"coding":true}`, `{"gpu":1}`, `[]`, `null`, `{"browser":false,"memory":true}`, `{"a":`, `{"max_scripts":7}`, `{"max_scripts":1e2}`} {
+	for _, s := range []string{`{"coding":true}`, `{"gpu":1}`, `[]`, `null`, `{"browser":false,"memory":true}`, `{"a":`, `{"max_scripts":7}`, `{"max_scripts":1e2}`, `{"max_schedules":3}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -106,6 +120,9 @@ func FuzzParseConfigPatch(f *testing.F) {
 		c := p.Apply(DefaultAgentConfig())
 		if c.MaxScripts < 1 || c.MaxScripts > MaxMaxScripts || c.ScriptLimit() != c.MaxScripts {
 			t.Fatalf("max_scripts %d out of bounds after %q", c.MaxScripts, in)
+		}
+		if c.MaxSchedules < 1 || c.MaxSchedules > MaxMaxSchedules || c.ScheduleLimit() != c.MaxSchedules {
+			t.Fatalf("max_schedules %d out of bounds after %q", c.MaxSchedules, in)
 		}
 	})
 }

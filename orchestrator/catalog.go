@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -156,6 +158,9 @@ type Connection struct {
 	ToolCount   int             `json:"tool_count"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	// SkippedTools are the tools the server listed that Connect could not offer, each with why;
+	// only Connect's answer carries them (a refresh's answer has its own).
+	SkippedTools []SkippedTool `json:"skipped_tools,omitempty"`
 }
 
 // ListedTool is one tool listed on a connection.
@@ -246,7 +251,8 @@ func PlaceScope(ctx context.Context, r ChainReader, scope, id string) (Chain, er
 }
 
 // NamespacedTool is the name the model sees for a server's tool: {slug}_{name}, lower-cased, each
-// character outside [a-z0-9_] (dots, a custom slug's hyphens) as _.
+// character outside [a-z0-9_] (dots, a custom slug's hyphens) as _, and shortened by
+// FitToolName when it is longer than MaxToolName.
 func NamespacedTool(slug, remoteName string) string {
 	b := make([]byte, 0, len(slug)+1+len(remoteName))
 	for _, r := range slug + "_" + remoteName {
@@ -259,7 +265,22 @@ func NamespacedTool(slug, remoteName string) string {
 			b = append(b, '_')
 		}
 	}
-	return string(b)
+	return FitToolName(string(b))
+}
+
+// MaxToolName is the longest tool name a model is offered (the providers' limit).
+const MaxToolName = 64
+
+// FitToolName returns name when it has at most MaxToolName bytes, else its deterministic short
+// form: its first 55 bytes, "_", and the first 8 hex digits of the SHA-256 of the whole name. The
+// same name always gets the same short form (bindings and a run's offer stay put across relists),
+// and two names that share the first 55 bytes differ by their digests. name is ASCII [a-z0-9_].
+func FitToolName(name string) string {
+	if len(name) <= MaxToolName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:MaxToolName-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
 // ServerPatch is an instance admin's edit of a server's operator-facing copy and upstream URLs:
@@ -312,11 +333,19 @@ type ListingWrite struct {
 	Now          time.Time
 }
 
-// ListingDiff is what a relist changed, by namespaced name.
+// ListingDiff is what a relist changed, by namespaced name, and the tools it could not list.
 type ListingDiff struct {
-	Added   []string `json:"added"`
-	Removed []string `json:"removed"`
-	Changed []string `json:"changed"` // description or input schema differ
+	Added   []string      `json:"added"`
+	Removed []string      `json:"removed"`
+	Changed []string      `json:"changed"`           // description or input schema differ
+	Skipped []SkippedTool `json:"skipped,omitempty"` // listed by the server but not offered, each with why
+}
+
+// SkippedTool is a tool a server listed that is not offered, and why (its schema is not one a model
+// can be given, it requires task augmentation, the entry is malformed, ...).
+type SkippedTool struct {
+	Name   string `json:"name"` // the server's name for it
+	Reason string `json:"reason"`
 }
 
 // MCPLogin is what a call of one listed tool needs, read in one round trip: the connection, its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/guildsai/guilds/shared/envelope"
@@ -89,15 +90,20 @@ type AgentPatch struct {
 	Config ConfigPatch
 }
 
-// ValidName checks a display name: 1 to 200 characters, not only spaces.
+// ValidName checks a display name: 1 to 200 characters, not only spaces, and no control character
+// (a NUL, a tab, a line break: none belongs in a name, and a NUL cannot be stored).
 func ValidName(what, name string) error {
 	if len([]rune(name)) == 0 || len([]rune(name)) > 200 {
 		return Errorf(EINVALID, "%s name must be 1 to 200 characters, got %d", what, len([]rune(name)))
 	}
-	for _, r := range name {
-		if r != ' ' && r != '\t' {
-			return nil
+	if r, ok := ControlChar(name); ok {
+		if r == 0 {
+			return NULError(what + " name")
 		}
+		return Errorf(EINVALID, "%s name holds the control character %U; a name is one line of printable text", what, r)
 	}
-	return Errorf(EINVALID, "%s name must not be blank", what)
+	if strings.TrimSpace(name) == "" {
+		return Errorf(EINVALID, "%s name must not be blank", what)
+	}
+	return nil
 }

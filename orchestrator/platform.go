@@ -103,14 +103,23 @@ type Schedule struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
-// ScheduleFiring is one wake-up of a schedule: the run it started and the instruction it carried.
+// ScheduleFiring is one wake-up of a schedule: the run it started and the instruction it carried,
+// or its skip while the schedule's last run was still open.
 type ScheduleFiring struct {
-	RunID       string    `json:"run_id"`
+	RunID       string    `json:"run_id"` // the run it started; "" when skipped
 	ScheduleID  string    `json:"schedule_id"`
 	Instruction string    `json:"instruction"`
 	DueAt       time.Time `json:"due_at"`
-	FiredAt     time.Time `json:"fired_at"`
+	FiredAt     time.Time `json:"fired_at"`              // when its run started, or it was skipped
+	Outcome     string    `json:"outcome"`               // FiringStarted or FiringSkipped
+	OpenRunID   string    `json:"open_run_id,omitempty"` // skipped: the schedule's last run, still open then
 }
+
+// A firing's outcome.
+const (
+	FiringStarted = "started" // the wake-up started its run
+	FiringSkipped = "skipped" // the schedule's last run was still open: no run started
+)
 
 // ChatMessage is one message of a guild's group chat.
 type ChatMessage struct {

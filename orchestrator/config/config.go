@@ -46,6 +46,10 @@ type Config struct {
 
 	MCPIdle    time.Duration // GUILDS_MCP_IDLE: an MCP session unused this long is closed
 	MCPListTTL time.Duration // GUILDS_MCP_LIST_TTL: a run start relists a login's tools older than this
+	// MCPCallTimeout is GUILDS_MCP_CALL_TIMEOUT: how long an MCP tool call waits for its answer
+	// without a progress notice; MCPCallMax is GUILDS_MCP_CALL_MAX: the longest it runs while its
+	// server keeps reporting progress (not under MCPCallTimeout when both are set).
+	MCPCallTimeout, MCPCallMax time.Duration
 
 	SessionIdle time.Duration // GUILDS_SESSION_IDLE: a sign-in session unused this long ends (0: identity's default, 12h)
 	SessionMax  time.Duration // GUILDS_SESSION_MAX: a sign-in session ends this long after it began (0: 7 days)
@@ -149,6 +153,15 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 	}
 	if c.SessionMax, err = envDuration(get, "GUILDS_SESSION_MAX", 0); err != nil {
 		return c, err
+	}
+	if c.MCPCallTimeout, err = envDuration(get, "GUILDS_MCP_CALL_TIMEOUT", 0); err != nil {
+		return c, err
+	}
+	if c.MCPCallMax, err = envDuration(get, "GUILDS_MCP_CALL_MAX", 0); err != nil {
+		return c, err
+	}
+	if c.MCPCallMax != 0 && c.MCPCallMax < c.MCPCallTimeout {
+		return c, fmt.Errorf("GUILDS_MCP_CALL_MAX (%s) is shorter than GUILDS_MCP_CALL_TIMEOUT (%s): the longest a call runs while its server reports progress cannot be under its wait without progress", c.MCPCallMax, c.MCPCallTimeout)
 	}
 	if c.Sandbox, err = loadSandbox(get); err != nil {
 		return c, err

@@ -208,7 +208,7 @@ func TestLoadTyped(t *testing.T) {
 	load := func(env map[string]string) (Config, error) {
 		return Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "")
 	}
-	c, err := load(map[string]string{"GUILDS_MCP_IDLE": "90s", "GUILDS_MCP_LIST_TTL": "2m", "GUILDS_CHROMIUM_IDLE": "5m",
+	c, err := load(map[string]string{"GUILDS_MCP_IDLE": "90s", "GUILDS_MCP_LIST_TTL": "2m", "GUILDS_MCP_CALL_TIMEOUT": "2m", "GUILDS_MCP_CALL_MAX": "30m", "GUILDS_CHROMIUM_IDLE": "5m",
 		"GUILDS_SANDBOX_IDLE": "1h", "GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_MEMORY": "2GiB",
 		"GUILDS_SANDBOX_TMP": "8MiB", "GUILDS_SANDBOX_RUN": "2M", "GUILDS_SANDBOX_DISK": "none", "GUILDS_SANDBOX_UID_BASE": "2000000",
 		"GUILDS_SANDBOX_NETWORK": "none", "GUILDS_SANDBOX": "local", "PUBLIC_BASE_URL": " https://guilds.example/ ", "GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.0/16, fd00:1::/64",
@@ -220,6 +220,7 @@ func TestLoadTyped(t *testing.T) {
 		AllowNets: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/64")},
 		Limits:    sandbox.Limits{Pids: 300, CPUWeight: 50, Memory: 2 << 30, Tmp: 8 << 20, Run: 2 << 20, Disk: 0}}
 	if !reflect.DeepEqual(c.Sandbox, want) || c.MCPIdle != 90*time.Second || c.MCPListTTL != 2*time.Minute || c.PublicBaseURL != "https://guilds.example" ||
+		c.MCPCallTimeout != 2*time.Minute || c.MCPCallMax != 30*time.Minute ||
 		c.GoogleClientID != "id" || c.GitHub.AppID != "12" || c.MetricsListen != "127.0.0.1:9090" {
 		t.Fatalf("config %+v", c)
 	}
@@ -229,7 +230,12 @@ func TestLoadTyped(t *testing.T) {
 	if c, err := load(nil); err != nil || c.Sandbox.Limits != (sandbox.Limits{Disk: sandbox.DefaultDisk}) || c.MCPIdle != 0 || c.Sandbox.Idle != 0 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	for name, value := range map[string]string{"GUILDS_MCP_LIST_TTL": "soon", "GUILDS_CHROMIUM_IDLE": "-1s", "GUILDS_SANDBOX_PIDS": "3",
+	// GUILDS_MCP_CALL_MAX under GUILDS_MCP_CALL_TIMEOUT is a limit that could never apply.
+	if _, err := load(map[string]string{"GUILDS_MCP_CALL_TIMEOUT": "2m", "GUILDS_MCP_CALL_MAX": "1m"}); err == nil ||
+		!strings.Contains(err.Error(), "GUILDS_MCP_CALL_MAX (1m0s) is shorter than GUILDS_MCP_CALL_TIMEOUT (2m0s)") {
+		t.Errorf("inverted call limits: %v", err)
+	}
+	for name, value := range map[string]string{"GUILDS_MCP_LIST_TTL": "soon", "GUILDS_MCP_CALL_TIMEOUT": "forever", "GUILDS_MCP_CALL_MAX": "0s", "GUILDS_CHROMIUM_IDLE": "-1s", "GUILDS_SANDBOX_PIDS": "3",
 		"GUILDS_SANDBOX_MEMORY": "lots", "GUILDS_SANDBOX_DISK": "1MiB", "GUILDS_SANDBOX_NETWORK": "wifi", "GUILDS_SANDBOX_UID_BASE": "7",
 		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.1/16"} {
 		if _, err := load(map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {

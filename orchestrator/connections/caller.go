@@ -49,7 +49,8 @@ type RemoteLogin struct {
 
 // RemoteListing is one tools/list of a login.
 type RemoteListing struct {
-	Tools     []orchestrator.ListedTool // RemoteName, Name, Description and InputSchema set
+	Tools     []orchestrator.ListedTool  // RemoteName, Name, Description and InputSchema set
+	Skipped   []orchestrator.SkippedTool // what the server listed that the client does not keep, with why
 	Transport string
 }
 
@@ -149,7 +150,7 @@ func (r *Caller) Verify(ctx context.Context, server orchestrator.MCPServer, cred
 	if err := RejectedListing(server, listing.Tools); err != nil {
 		return Verification{}, err
 	}
-	return Verification{Checked: true, Listed: listing.Tools, Transport: listing.Transport}, nil
+	return Verification{Checked: true, Listed: listing.Tools, Skipped: listing.Skipped, Transport: listing.Transport}, nil
 }
 
 // RejectedListing applies a server's rules that read a tool list as a refused key.
@@ -171,32 +172,42 @@ func RejectedListing(srv orchestrator.MCPServer, tools []orchestrator.ListedTool
 // ListedRemote shapes a remote listing into the connection's tools: a tool whose namespaced name
 // is not a valid tool name, or whose schema cannot be offered, is skipped with a log line.
 func ListedRemote(log *slog.Logger, srv orchestrator.MCPServer, tools []orchestrator.ListedTool) []orchestrator.ListedTool {
-	out := make([]orchestrator.ListedTool, 0, len(tools))
+	out, _ := ShapeRemote(log, srv, tools)
+	return out
+}
+
+// ShapeRemote is ListedRemote naming each tool it skipped, with why.
+func ShapeRemote(log *slog.Logger, srv orchestrator.MCPServer, tools []orchestrator.ListedTool) (out []orchestrator.ListedTool, skipped []orchestrator.SkippedTool) {
+	out = make([]orchestrator.ListedTool, 0, len(tools))
+	skip := func(t orchestrator.ListedTool, reason string) {
+		log.Warn("MCP tool skipped", "server", srv.Slug, "tool", Clip(t.Name, 100), "reason", reason)
+		skipped = append(skipped, orchestrator.SkippedTool{Name: Clip(t.RemoteName, 200), Reason: reason})
+	}
 	for _, t := range tools {
 		if !ValidToolName(t.Name) {
-			log.Warn("MCP tool skipped: its namespaced name is not a valid tool name", "server", srv.Slug, "tool", Clip(t.Name, 100))
+			skip(t, fmt.Sprintf("its name %q is not a valid tool name (^[a-z][a-z0-9_]{0,63}$)", Clip(t.Name, 100)))
 			continue
 		}
 		if err := catalog.CheckSchema(t.InputSchema); err != nil {
-			log.Warn("MCP tool skipped: its input schema cannot be offered", "server", srv.Slug, "tool", t.Name, "err", err.Error())
+			skip(t, "its input schema cannot be offered: "+err.Error())
 			continue
 		}
 		shaped, err := registry.ShapeSchema(t.InputSchema)
 		if err != nil {
-			log.Warn("MCP tool skipped: its input schema cannot be shaped", "server", srv.Slug, "tool", t.Name, "err", err.Error())
+			skip(t, "its input schema cannot be shaped for a model: "+err.Error())
 			continue
 		}
 		t.OfferedSchema, t.DefaultOff = shaped, srv.Config.IsDefaultOff(t.RemoteName)
 		if srv.Slug == DriveSlug {
 			t = driveTool(t)
 			if t.OfferedSchema, err = registry.ShapeSchema(t.InputSchema); err != nil {
-				log.Warn("MCP tool skipped: its rewritten schema cannot be shaped", "server", srv.Slug, "tool", t.Name, "err", err.Error())
+				skip(t, "its rewritten schema cannot be shaped for a model: "+err.Error())
 				continue
 			}
 		}
 		out = append(out, t)
 	}
-	return out
+	return out, skipped
 }
 
 // Clip shortens s to about n bytes for a log line or a stored error, on a UTF-8 boundary.
@@ -289,11 +300,13 @@ func (r *Caller) Refresh(ctx context.Context, connectionID string, force bool) (
 			}
 			return nil, err
 		}
+		tools, skipped := ShapeRemote(r.log(), row.Server, listing.Tools)
 		diff, err := r.Store.SaveListing(ctx, orchestrator.ListingWrite{Server: row.Server, ConnectionID: connectionID,
-			Tools: ListedRemote(r.log(), row.Server, listing.Tools), Transport: listing.Transport, Now: now})
+			Tools: tools, Transport: listing.Transport, Now: now})
 		if err != nil {
 			return nil, err
 		}
+		diff.Skipped = append(listing.Skipped, skipped...)
 		r.log().Info("MCP tools relisted", "connection_id", connectionID, "server", row.Server.Slug, "tools", len(listing.Tools),
 			"added", len(diff.Added), "removed", len(diff.Removed), "changed", len(diff.Changed), "forced", force)
 		return &diff, nil

@@ -20,6 +20,7 @@ type Verification struct {
 	AccountHint string                     // what to show for the login, when the provider says ("" keeps the operator's)
 	Tools       []orchestrator.CatalogTool // the tools the login lists (a local adapter's curated list)
 	Listed      []orchestrator.ListedTool  // a remote server's listing, already namespaced
+	Skipped     []orchestrator.SkippedTool // what a remote server listed that is not kept, with why
 	Transport   string                     // remote servers: the transport the listing went over
 }
 

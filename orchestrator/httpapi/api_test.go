@@ -127,7 +127,7 @@ func TestAgentConfigPatch(t *testing.T) {
 	e := newEnv(t, nil)
 	id := e.agent(nil)
 	a := e.must(200, "GET", "/api/agents/"+id, nil)
-	want := map[string]any{"browser": false, "coding": false, "scripting": true, "memory": true, "max_scripts": float64(10)}
+	want := map[string]any{"browser": false, "coding": false, "scripting": true, "memory": true, "max_scripts": float64(10), "max_schedules": float64(10)}
 	if fmt.Sprint(a["config"]) != fmt.Sprint(want) {
 		t.Fatalf("default config %v, want %v", a["config"], want)
 	}
@@ -141,8 +141,8 @@ func TestAgentConfigPatch(t *testing.T) {
 	if fmt.Sprint(a["config"]) != fmt.Sprint(want) || a["name"] != "Ada II" {
 		t.Fatalf("after memory patch: %v", a)
 	}
-	a = e.must(200, "PATCH", "/api/agents/"+id, map[string]any{"config": map[string]any{"max_scripts": 25}})
-	want["max_scripts"] = float64(25)
+	a = e.must(200, "PATCH", "/api/agents/"+id, map[string]any{"config": map[string]any{"max_scripts": 25, "max_schedules": 4}})
+	want["max_scripts"], want["max_schedules"] = float64(25), float64(4)
 	if fmt.Sprint(a["config"]) != fmt.Sprint(want) {
 		t.Fatalf("after max_scripts patch: %v", a)
 	}
@@ -157,6 +157,7 @@ func TestAgentConfigPatch(t *testing.T) {
 		{"max_scripts too many", map[string]any{"config": map[string]any{"max_scripts": 1000}}, "EINVALID", "got 1000"},
 		{"max_scripts fraction", map[string]any{"config": map[string]any{"max_scripts": 2.5}}, "EINVALID", "got 2.5"},
 		{"max_scripts string", map[string]any{"config": map[string]any{"max_scripts": "5"}}, "EINVALID", `got "5"`},
+		{"max_schedules zero", map[string]any{"config": map[string]any{"max_schedules": 0}}, "EINVALID", "config.max_schedules: must be a whole number from 1 to 100"},
 		{"not a bool", map[string]any{"config": map[string]any{"browser": "yes"}}, "EINVALID", "config.browser: must be true or false"},
 		{"config not an object", map[string]any{"config": []any{}}, "EINVALID", "config must be an object"},
 		{"unknown top field", map[string]any{"flags": map[string]any{}}, "EINVALID", "unknown field"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,7 +15,8 @@ import (
 )
 
 // decode reads the request body as exactly one JSON object into dst, refusing unknown fields.
-// Unparseable JSON is EMALFORMED; a wrong type or an unknown field is EINVALID naming the field.
+// Unparseable JSON is EMALFORMED; a wrong type or an unknown field is EINVALID naming the field
+// (a NUL character anywhere was refused before the handler ran: refuseNUL).
 func decode(c *fiber.Ctx, dst any) error {
 	body := bytes.TrimSpace(c.Body())
 	if len(body) == 0 {
@@ -97,4 +99,29 @@ func clipID(id string) string {
 		return fmt.Sprintf("%s…", id[:80])
 	}
 	return id
+}
+
+// refuseNUL refuses, before any handler runs, a request that carries a NUL character (U+0000)
+// where the API reads text: a query parameter, or a string of its JSON body (a key or a value,
+// however deep, written \u0000). Path parameters reach handlers undecoded, so %00 there is
+// three plain characters that no id or name check accepts. No stored text, command argument or environment
+// variable can carry one, so it is EINVALID (422) naming the field by its JSON path, whichever
+// route it is sent to and whatever that route would check first.
+func refuseNUL(c *fiber.Ctx) error {
+	var bad string
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if bad == "" && (bytes.IndexByte(k, 0) >= 0 || bytes.IndexByte(v, 0) >= 0) {
+			bad = "query parameter " + strconv.QuoteToASCII(string(k))
+		}
+	})
+	if bad != "" {
+		return orchestrator.NULError(bad)
+	}
+	if field, ok := orchestrator.NULPath(c.Body()); ok {
+		if field == "" {
+			return orchestrator.NULError("the request body")
+		}
+		return orchestrator.NULError("field " + field)
+	}
+	return c.Next()
 }

@@ -349,8 +349,30 @@ func TestSchedulesAPI(t *testing.T) {
 	}
 	f := firings[0].(map[string]any)
 	fired := e.must(200, "GET", "/api/runs/"+f["run_id"].(string), nil)
-	if f["instruction"] != "Summarise the **inbox**." || fired["kind"] != "schedule" || fired["agent_id"] != agent {
+	if f["instruction"] != "Summarise the **inbox**." || fired["kind"] != "schedule" || fired["agent_id"] != agent || f["outcome"] != "started" {
 		t.Fatalf("firing %v run %v", f, fired)
+	}
+	// Its run is still open at the next wake-up: skipped, and the skip is listed first.
+	muchLater := func() time.Time { return time.Now().Add(11 * time.Minute) }
+	if n, err := (&schedules.Scheduler{Store: store, Runs: svc, Now: muchLater}).Tick(context.Background()); err != nil || n != 0 {
+		t.Fatalf("tick with the run open: %d %v", n, err)
+	}
+	firings = e.must(200, "GET", "/api/agents/"+agent+"/schedules/"+sc["id"].(string)+"/firings", nil)["firings"].([]any)
+	if len(firings) != 2 {
+		t.Fatalf("firings %v", firings)
+	}
+	if skip := firings[0].(map[string]any); skip["outcome"] != "skipped" || skip["open_run_id"] != f["run_id"] || skip["run_id"] != "" {
+		t.Fatalf("skip %v", skip)
+	}
+	// The agent's max_schedules caps what it keeps, set like max_scripts.
+	e.must(200, "PATCH", "/api/agents/"+agent, map[string]any{"config": map[string]any{"max_schedules": 1}})
+	out = e.must(200, "POST", "/api/runs/"+run+"/calls", map[string]any{"name": "schedule_create_cron",
+		"arguments": map[string]any{"cron": "0 * * * *", "description": "hourly"}})
+	if !strings.Contains(out["result"].(string), "ERROR: you already have 1 schedules, the most your config allows (max_schedules 1)") {
+		t.Fatalf("create past the cap: %v", out["result"])
+	}
+	if st, out := e.do("POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct", "config": map[string]any{"max_schedules": 3}}); st != 422 || !strings.Contains(errMessage(out), "config.max_schedules is the agent's setting") {
+		t.Fatalf("a run's max_schedules: %d %v", st, out)
 	}
 	if st, _ := e.do("GET", "/api/agents/"+agent+"/schedules/sch_nope/firings", nil); st != 404 {
 		t.Fatalf("missing schedule: %d", st)

@@ -117,7 +117,7 @@ func (s *Server) fiberConfig() fiber.Config {
 // caller and decides with its roles (auth.go).
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
-	app.Use(s.recoverAndLog, requestID, s.audit)
+	app.Use(s.recoverAndLog, requestID, s.audit, refuseNUL)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
 	s.route(app, "GET", "/metrics", "metrics", admin(), s.metrics())

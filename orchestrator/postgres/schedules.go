@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,18 +22,45 @@ func scanSchedule(r pgx.Row) (orchestrator.Schedule, error) {
 	return s, err
 }
 
-// CreateSchedule stores a schedule of an agent (its guild and organisation come from the agent row).
+// CreateSchedule stores a schedule of an agent (its guild and organisation come from the agent
+// row). A schedule past the agent's config.max_schedules is refused with ECONFLICT; the agent row
+// is locked meanwhile (the limit is read from it under that lock), so concurrent creates, or a
+// create beside a config change, cannot pass the limit.
 func (s *Store) CreateSchedule(ctx context.Context, sc orchestrator.Schedule) (orchestrator.Schedule, error) {
-	row := s.pool.QueryRow(ctx, `INSERT INTO schedules (id, agent_id, guild_id, org_id, kind, cron, timezone, window_start, window_end,
-			max_wakes, seed, description, instruction, status, next_run_at, created_at, updated_at)
-		SELECT $1, a.id, a.guild_id, a.org_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13, $13 FROM agents a WHERE a.id = $2
-		RETURNING `+scheduleColumns, sc.ID, sc.AgentID, sc.Kind, sc.Cron, sc.Timezone, sc.Start, sc.End, sc.MaxWakes, sc.Seed,
-		sc.Description, sc.Instruction, sc.NextRunAt, sc.CreatedAt)
-	out, err := scanSchedule(row)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, notFound("agent", sc.AgentID)
-	}
+	var out orchestrator.Schedule
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var cfgJSON []byte
+		err := tx.QueryRow(ctx, `SELECT config FROM agents WHERE id = $1 FOR UPDATE`, sc.AgentID).Scan(&cfgJSON)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("agent", sc.AgentID)
+		}
+		if err != nil {
+			return err
+		}
+		// Counted by a statement of its own once the lock is held, so it sees the schedules the
+		// creates it waited for committed.
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM schedules WHERE agent_id = $1", sc.AgentID).Scan(&n); err != nil {
+			return err
+		}
+		var cfg orchestrator.AgentConfig
+		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+			return fmt.Errorf("agent %s config: %w", sc.AgentID, err)
+		}
+		if max := cfg.ScheduleLimit(); n >= max {
+			return orchestrator.Errorf(orchestrator.ECONFLICT, "you already have %d schedules, the most your config allows (max_schedules %d); delete one with schedule_delete (schedule_list names them) before creating another", n, max)
+		}
+		out, err = scanSchedule(tx.QueryRow(ctx, `INSERT INTO schedules (id, agent_id, guild_id, org_id, kind, cron, timezone, window_start, window_end,
+				max_wakes, seed, description, instruction, status, next_run_at, created_at, updated_at)
+			SELECT $1, a.id, a.guild_id, a.org_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13, $13 FROM agents a WHERE a.id = $2
+			RETURNING `+scheduleColumns, sc.ID, sc.AgentID, sc.Kind, sc.Cron, sc.Timezone, sc.Start, sc.End, sc.MaxWakes, sc.Seed,
+			sc.Description, sc.Instruction, sc.NextRunAt, sc.CreatedAt))
+		return err
+	})
 	if err != nil {
+		if orchestrator.ErrorCode(err) != orchestrator.EINTERNAL {
+			return out, err
+		}
 		return out, fmt.Errorf("create schedule: %w", err)
 	}
 	return out, nil
@@ -94,9 +122,11 @@ func (s *Store) DeleteSchedule(ctx context.Context, agentID, id string) error {
 // it will start. So a due wake-up is claimed once however many schedulers share the database, and
 // a crash cannot separate the claim from the advance. A schedule whose earlier wake-up is still
 // pending (its run has not started yet, say after a crash and downtime) gets no second one: the
-// missed wake-ups fold into it, one run, not a burst. It returns how many schedules it advanced and
-// how many wake-ups it wrote.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed int, err error) {
+// missed wake-ups fold into it, one run, not a burst. A schedule whose last run is still open
+// gets none either: the wake-up is recorded as skipped (schedule_skips, naming that run), so an
+// agent never piles up runs it is not closing. It returns how many schedules it advanced, how
+// many wake-ups it wrote and how many it skipped.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed, skipped int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT "+scheduleColumns+` FROM schedules
 			WHERE status = 'active' AND next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`, now, limit)
@@ -107,36 +137,44 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, next orc
 		if err != nil {
 			return err
 		}
-		advanced, claimed = 0, 0
+		advanced, claimed, skipped = 0, 0, 0
 		if len(due) == 0 {
 			return nil
 		}
-		// One round trip for the lot: per schedule, advance it and write its wake-up unless one is pending.
+		// One round trip for the lot: per schedule, advance it, and write its wake-up unless one
+		// is pending or its last run is open, in which case the skip is written.
 		var b pgx.Batch
 		for _, sc := range due {
-			b.Queue(`WITH advance AS (UPDATE schedules SET next_run_at = $2, last_run_at = $3, updated_at = $3 WHERE id = $1)
-				INSERT INTO schedule_wakeups (schedule_id, due_at, run_id, agent_id, instruction, claimed_at)
-				SELECT $1, $4, $5, $6, $7, $3
-				WHERE NOT EXISTS (SELECT 1 FROM schedule_wakeups WHERE schedule_id = $1 AND state = 'pending')
-				ON CONFLICT (schedule_id, due_at) DO NOTHING`,
-				sc.ID, next(sc), now, sc.NextRunAt, orchestrator.NewID(orchestrator.PrefixRun), sc.AgentID, sc.Instruction)
+			b.Queue(`WITH open_run AS (SELECT id FROM runs WHERE id = $8 AND status = 'open'),
+				advance AS (UPDATE schedules SET next_run_at = $2, updated_at = $3,
+					last_run_at = CASE WHEN EXISTS (SELECT 1 FROM open_run) THEN last_run_at ELSE $3 END WHERE id = $1),
+				skip AS (INSERT INTO schedule_skips (schedule_id, due_at, open_run_id, skipped_at)
+					SELECT $1, $4, id, $3 FROM open_run ON CONFLICT (schedule_id, due_at) DO NOTHING RETURNING 1),
+				wake AS (INSERT INTO schedule_wakeups (schedule_id, due_at, run_id, agent_id, instruction, claimed_at)
+					SELECT $1, $4, $5, $6, $7, $3
+					WHERE NOT EXISTS (SELECT 1 FROM schedule_wakeups WHERE schedule_id = $1 AND state = 'pending')
+						AND NOT EXISTS (SELECT 1 FROM open_run)
+					ON CONFLICT (schedule_id, due_at) DO NOTHING RETURNING 1)
+				SELECT (SELECT count(*) FROM wake), (SELECT count(*) FROM skip)`,
+				sc.ID, next(sc), now, sc.NextRunAt, orchestrator.NewID(orchestrator.PrefixRun), sc.AgentID, sc.Instruction, sc.LastRunID)
 		}
 		br := tx.SendBatch(ctx, &b)
 		for range due {
-			tag, err := br.Exec()
-			if err != nil {
+			var woke, skip int
+			if err := br.QueryRow().Scan(&woke, &skip); err != nil {
 				br.Close()
 				return err
 			}
 			advanced++
-			claimed += int(tag.RowsAffected())
+			claimed += woke
+			skipped += skip
 		}
 		return br.Close()
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("claim due schedules: %w", err)
+		return 0, 0, 0, fmt.Errorf("claim due schedules: %w", err)
 	}
-	return advanced, claimed, nil
+	return advanced, claimed, skipped, nil
 }
 
 // MaxWakeupAttempts is how many failed starts a wake-up gets before it is kept as failed.
@@ -204,15 +242,19 @@ func clipError(s string) string {
 	return s
 }
 
-// ListFirings lists a schedule's firings, newest first.
+// ListFirings lists a schedule's firings, newest first: the wake-ups that started a run, and those
+// skipped because its last run was still open.
 func (s *Store) ListFirings(ctx context.Context, scheduleID string) ([]orchestrator.ScheduleFiring, error) {
-	rows, err := s.pool.Query(ctx, "SELECT run_id, schedule_id, instruction, due_at, fired_at FROM schedule_firings WHERE schedule_id = $1 ORDER BY fired_at DESC, run_id", scheduleID)
+	rows, err := s.pool.Query(ctx, `SELECT run_id, schedule_id, instruction, due_at, fired_at, 'started', '' FROM schedule_firings WHERE schedule_id = $1
+		UNION ALL
+		SELECT '', k.schedule_id, s.instruction, k.due_at, k.skipped_at, 'skipped', k.open_run_id FROM schedule_skips k JOIN schedules s ON s.id = k.schedule_id WHERE k.schedule_id = $1
+		ORDER BY 5 DESC, 1`, scheduleID)
 	if err != nil {
 		return nil, fmt.Errorf("list firings: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ScheduleFiring, error) {
 		var f orchestrator.ScheduleFiring
-		return f, r.Scan(&f.RunID, &f.ScheduleID, &f.Instruction, &f.DueAt, &f.FiredAt)
+		return f, r.Scan(&f.RunID, &f.ScheduleID, &f.Instruction, &f.DueAt, &f.FiredAt, &f.Outcome, &f.OpenRunID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list firings: %w", err)

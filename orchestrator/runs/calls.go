@@ -53,14 +53,21 @@ const maxClientCallID = 200
 // Call carries one tool call of a run: record it as started, invoke, stamp, record it as completed,
 // answer. A tool failure (bad arguments, a tool the run does not offer, a handler error or panic)
 // is a stored "ERROR: ..." result, since the model must see it; a run that is closed or out of
-// budget is refused with ECONFLICT and nothing is stored. The call runs to its end even when ctx is
-// cancelled (the client hung up): a retry under its CallID then gets its result.
+// budget is refused with ECONFLICT and nothing is stored, and so is a name or an argument holding a
+// NUL character (EINVALID naming the argument), which no command or stored text can carry. The
+// call runs to its end even when ctx is cancelled (the client hung up): a retry under its CallID then gets its result.
 func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (CallResult, error) {
 	if req.Name == "" {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is required: the tool to call")
 	}
 	if len(req.Name) > 200 {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "name is %d bytes long; a tool name is at most 64 characters", len(req.Name))
+	}
+	if err := orchestrator.CheckNUL("name", req.Name); err != nil {
+		return CallResult{}, err
+	}
+	if field, ok := orchestrator.NULPath(req.Arguments); ok {
+		return CallResult{}, orchestrator.NULError(argumentPath(field))
 	}
 	if len(req.CallID) > maxClientCallID || strings.ContainsFunc(req.CallID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return CallResult{}, orchestrator.Errorf(orchestrator.EINVALID, "call_id must be at most %d printable ASCII characters without spaces (the model's tool-call id), got %q", maxClientCallID, truncate(req.CallID, 40))
@@ -115,6 +122,17 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 		f.err = err
 	}
 	return f.res, f.err
+}
+
+// argumentPath names a field of the arguments, as NULPath gave it, from the request's root.
+func argumentPath(field string) string {
+	switch {
+	case field == "":
+		return "arguments"
+	case strings.HasPrefix(field, "["):
+		return "arguments" + field
+	}
+	return "arguments." + field
 }
 
 // differentCall is the answer to a request reusing a client call id for another call.
@@ -188,9 +206,12 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	callID := orchestrator.NewID(orchestrator.PrefixCall)
 	started := s.now()
+	// The name is stored like every field, redacted: a model may call a secret by "name".
+	storedName := red.Redact(req.Name)
+	metricName := metricTool(run, req.Name)
 	storedArgs := boundArgs(redactJSON(red, maskSecretArgs(args, secretArgs)))
 	seq, err := s.startCall(ctx, orchestrator.ToolCall{RunID: run.ID, CallID: callID, ClientCallID: req.CallID,
-		Name: req.Name, Arguments: storedArgs, RequestHash: hash, StartedAt: started, Process: s.Process.ID})
+		Name: storedName, Arguments: storedArgs, RequestHash: hash, StartedAt: started, Process: s.Process.ID})
 	switch {
 	case errors.Is(err, orchestrator.ErrDuplicateCall): // recorded meanwhile by another process
 		_ = s.settle(ctx, run.ID)
@@ -201,7 +222,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		return s.awaitStored(ctx, stored, hash)
 	case orchestrator.ErrorCode(err) == orchestrator.ECONFLICT:
 		s.forget(run.ID)
-		s.observe(req.Name, "refused", 0)
+		s.observe(metricName, "refused", 0)
 		return CallResult{}, s.refusal(ctx, run)
 	case err != nil:
 		return CallResult{}, err // nothing ran
@@ -225,7 +246,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		}
 		finished := s.now()
 		return orchestrator.ToolCall{
-			RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
+			RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: storedName,
 			Arguments: storedArgs, Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
 			IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
 			DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
@@ -245,7 +266,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 			s.log().Error("a call's writes could not be stored; recorded as failed", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", req.Name, "err", err.Error())
 			finished := s.now()
 			errKind = "store"
-			call = orchestrator.ToolCall{RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: req.Name,
+			call = orchestrator.ToolCall{RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: storedName,
 				Result:   pipeline.Stamp("ERROR: "+req.Name+" could not store what it wrote (a database fault), so nothing of it was kept; call it again", pipeline.Options{Redactor: red, Cap: s.Cap, Remaining: run.ToolCallBudget - int(seq)}),
 				Metadata: json.RawMessage(`{"error":"store"}`), IsError: true, StartedAt: started, FinishedAt: &finished,
 				DurationMS: float64(finished.Sub(started).Microseconds()) / 1000}
@@ -267,7 +288,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	if outcome == "" {
 		outcome = "ok"
 	}
-	s.observe(req.Name, outcome, finished.Sub(started))
+	s.observe(metricName, outcome, finished.Sub(started))
 	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
 }
 
@@ -285,6 +306,19 @@ func (s *Service) startCall(ctx context.Context, c orchestrator.ToolCall) (int64
 		s.requeue(taken)
 	}
 	return seq, err
+}
+
+// NotOfferedLabel is the one metric label of every call whose name the run does not offer, so that
+// metric labels carry only offered tool names (never an unbounded set, never a secret sent as a name).
+const NotOfferedLabel = "_not_offered"
+
+// metricTool is the tool label a call is counted under: its name when the run offers it, else
+// NotOfferedLabel.
+func metricTool(run orchestrator.Run, name string) string {
+	if run.Offers(name) {
+		return name
+	}
+	return NotOfferedLabel
 }
 
 // observe tells Observe about a call, when it is set.

@@ -34,8 +34,9 @@ type Service struct {
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
-	// Observe, when set, is told each call's tool, outcome ("ok", an error kind such as
-	// "arguments" or "handler", or "refused") and duration (the metrics).
+	// Observe, when set, is told each call's tool (NotOfferedLabel for a name the run does not
+	// offer), outcome ("ok", an error kind such as "arguments" or "handler", or "refused") and
+	// duration (the metrics).
 	Observe func(tool, outcome string, d time.Duration)
 	// Process is this orchestrator process among the replicas on the database: its started calls
 	// carry its id, and KeepAlive beats for it. Zero: calls carry none, so any recovery may
@@ -114,6 +115,9 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 	}
 	if req.Config.MaxScripts != nil {
 		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "config.max_scripts is the agent's setting, not a run's; change it with PATCH /api/agents/{id}")
+	}
+	if req.Config.MaxSchedules != nil {
+		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.EINVALID, "config.max_schedules is the agent's setting, not a run's; change it with PATCH /api/agents/{id}")
 	}
 	agent, err := s.Scopes.GetAgent(ctx, agentID)
 	if err != nil {

@@ -45,7 +45,9 @@ GUILDS_ADMIN_TOKEN (required by serve), DATABASE_URL (unset: a local PostgreSQL 
 GUILDS_DATA_DIR, default .data/), GUILDS_LOG_LEVEL, GUILDS_SECRET_KEY (32 bytes, base64 or hex: encrypts
 stored credentials; unset, serve generates one into GUILDS_DATA_DIR/secret-key and keeps it), GUILDS_MCP_IDLE (default 10m: an MCP session unused
 this long is closed), GUILDS_MCP_LIST_TTL (default 10m: a run start relists an MCP login whose stored
-tool list is older), and the integrations' keys.
+tool list is older), GUILDS_MCP_CALL_TIMEOUT (default 90s: an MCP tool call's wait for its answer
+without a progress notice), GUILDS_MCP_CALL_MAX (default 10m: the longest a call runs while its server
+reports progress), and the integrations' keys.
 `
 
 // run is the whole program; it returns the exit status.

@@ -92,3 +92,77 @@ func TestTransactionalNoteWrite(t *testing.T) {
 		t.Fatalf("stored calls: %v", calls)
 	}
 }
+
+// TestUnknownToolNameIsRedactedAndUnlabelled: a call whose name is one of the agent's secret values
+// (a tool the run does not offer) is stored with the name redacted, in the API's view and in the
+// tool_calls row, and counted under the one label _not_offered: /metrics never carries the secret,
+// and distinct unknown names add no series.
+func TestUnknownToolNameIsRedactedAndUnlabelled(t *testing.T) {
+	db, dsn := pgtest.NewDBWithDSN(t)
+	s := startServe(t, map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
+		"GUILDS_SANDBOX": "local"}, nil)
+	defer s.stop(t)
+	base := "http://" + s.addr
+	const secret = "sk_live_9f8e7d6c5b4a3210"
+	_, org := request(t, "POST", base+"/api/orgs", map[string]any{"name": "o"})
+	_, g := request(t, "POST", base+"/api/orgs/"+org["id"].(string)+"/guilds", map[string]any{"name": "g"})
+	_, a := request(t, "POST", base+"/api/guilds/"+g["id"].(string)+"/agents", map[string]any{"name": "a"})
+	agent := a["id"].(string)
+	if st, out := request(t, "PUT", base+"/api/agents/"+agent+"/secrets/STRIPE_KEY", map[string]any{"value": secret}); st != 200 {
+		t.Fatalf("put secret: %d %v", st, out)
+	}
+	st, run := request(t, "POST", base+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct", "tool_call_budget": 20})
+	if st != 201 {
+		t.Fatalf("start run: %d %v", st, run)
+	}
+	runID := run["id"].(string)
+	for _, name := range []string{secret, "made_up_tool_one", "made_up_tool_two", "schedule_list"} {
+		st, out := request(t, "POST", base+"/api/runs/"+runID+"/calls", map[string]any{"name": name})
+		if st != 200 {
+			t.Fatalf("call %q: %d %v", name, st, out)
+		}
+		if strings.Contains(fmt.Sprint(out), secret) {
+			t.Fatalf("the answer carries the secret: %v", out)
+		}
+	}
+	calls := storedCalls(t, base, runID)
+	if len(calls) != 4 || strings.Contains(fmt.Sprint(calls[0]["name"]), secret) || !strings.Contains(fmt.Sprint(calls[0]["name"]), "[REDACTED]") {
+		t.Fatalf("stored call names: %v", calls)
+	}
+	var rowsWithSecret, rows int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE name LIKE '%' || $2 || '%' OR arguments::text LIKE '%' || $2 || '%'
+		OR result LIKE '%' || $2 || '%' OR metadata::text LIKE '%' || $2 || '%'), count(*) FROM tool_calls WHERE run_id = $1`, runID, secret).Scan(&rowsWithSecret, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 4 || rowsWithSecret != 0 {
+		t.Fatalf("tool_calls rows: %d, %d of them carry the secret", rows, rowsWithSecret)
+	}
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	text := string(body)
+	if strings.Contains(text, secret) || strings.Contains(text, "made_up_tool") {
+		t.Fatalf("/metrics carries an unknown tool name:\n%s", text)
+	}
+	for _, want := range []string{`guilds_tool_calls_total{outcome="not_offered",tool="_not_offered"} 3`, `guilds_tool_calls_total{outcome="ok",tool="schedule_list"} 1`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, grepLines(text, "guilds_tool_calls_total"))
+		}
+	}
+}
+
+// grepLines keeps the lines of text that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -106,7 +106,8 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	if err != nil {
 		return orchestrator.Connection{}, err
 	}
-	tools = append(tools, connections.ListedRemote(s.log(), srv, ver.Listed)...)
+	remote, skipped := connections.ShapeRemote(s.log(), srv, ver.Listed)
+	tools = append(tools, remote...)
 	plain, err := json.Marshal(creds)
 	if err != nil {
 		return orchestrator.Connection{}, fmt.Errorf("encode credentials: %w", err)
@@ -129,6 +130,7 @@ func (s *Service) Connect(ctx context.Context, req ConnectRequest) (orchestrator
 	}
 	s.log().Info("connection connected", "connection_id", conn.ID, "server", srv.Slug, "scope", owner.Scope, "scope_id", owner.ID(),
 		"tools", len(tools), "verified", ver.Checked)
+	conn.SkippedTools = append(ver.Skipped, skipped...)
 	return conn, nil
 }
 

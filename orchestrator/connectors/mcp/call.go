@@ -18,7 +18,8 @@ var progressTokens atomic.Int64
 // Call calls tool on the connection's server with args and returns the result as one string.
 // Optional empty strings are dropped and args are checked against tool.InputSchema first (an
 // invalid call is a *registry.ArgsError and never reaches the server; an empty schema skips the
-// check). A result the server marks isError is a *ToolError.
+// check). A result the server marks isError is a *ToolError. The call waits CallTimeout for its
+// answer; each progress notice of the call restarts that wait, up to CallMax in all.
 func (p *Pool) Call(ctx context.Context, conn Connection, tool Tool, args map[string]any) (string, error) {
 	op := fmt.Sprintf("tools/call %q", tool.RemoteName)
 	if args == nil {
@@ -36,9 +37,10 @@ func (p *Pool) Call(ctx context.Context, conn Connection, tool Tool, args map[st
 			return "", fmt.Errorf("mcp server %q: %s: %w", conn.Slug, op, err)
 		}
 	}
-	params := callParams{Name: tool.RemoteName, Arguments: raw, Meta: callMeta{ProgressToken: "guilds-" + strconv.FormatInt(progressTokens.Add(1), 10)}}
+	token := "guilds-" + strconv.FormatInt(progressTokens.Add(1), 10)
+	params := callParams{Name: tool.RemoteName, Arguments: raw, Meta: callMeta{ProgressToken: token}}
 	var result json.RawMessage
-	_, err = p.do(ctx, conn, op, p.cfg.CallTimeout, func(ctx context.Context, s *session) error {
+	_, err = p.do(ctx, conn, op, p.callLimit(token), func(ctx context.Context, s *session) error {
 		var err error
 		result, err = s.request(ctx, "tools/call", params)
 		return err
@@ -57,6 +59,22 @@ func (p *Pool) Call(ctx context.Context, conn Connection, tool Tool, args map[st
 		return "", &ToolError{Text: text}
 	}
 	return text, nil
+}
+
+// callLimit is the time limit of one tools/call: CallTimeout without an answer or a progress notice
+// under token, CallMax in all.
+func (p *Pool) callLimit(token string) limit {
+	idle, most := p.cfg.CallTimeout, p.cfg.CallMax
+	return limit{idle: idle, most: most, token: token, what: func(fromIdle bool) string {
+		if fromIdle && most > idle {
+			return fmt.Sprintf("timed out after %s without an answer or a progress notice (%s); a call whose server reports progress may run up to %s (%s)",
+				idle, CallTimeoutVar, most, CallMaxVar)
+		}
+		if fromIdle {
+			return fmt.Sprintf("timed out after %s without an answer (%s)", idle, CallTimeoutVar)
+		}
+		return fmt.Sprintf("stopped after %s, the longest a call may run even while its server reports progress (%s)", most, CallMaxVar)
+	}}
 }
 
 // hasEmptyString reports whether any top-level argument is "", the only case the empty-string
@@ -98,8 +116,9 @@ type contentBlock struct {
 }
 
 // resultText maps a tools/call result to one string: text blocks as they are, each image, audio
-// or resource block as one line naming its type, MIME type and size, structuredContent as compact
-// JSON when no block is text. isError reports the result's isError.
+// or resource block as one line naming its type, MIME type and size (an embedded text resource
+// followed by its text), structuredContent as compact JSON when no block is text. isError reports
+// the result's isError. The whole is capped later, like every result.
 func resultText(raw json.RawMessage) (text string, isError bool, err error) {
 	var res struct {
 		Content           []json.RawMessage `json:"content"`
@@ -123,6 +142,10 @@ func resultText(raw json.RawMessage) (text string, isError bool, err error) {
 			continue
 		}
 		parts = append(parts, describeBlock(&b))
+		if b.Type == "resource" && b.Resource != nil && b.Resource.Text != nil {
+			hasText = true
+			parts = append(parts, *b.Resource.Text)
+		}
 	}
 	if !hasText {
 		if sc := compactJSON(res.StructuredContent); sc != "" {

@@ -43,6 +43,8 @@ type fake struct {
 	mu      sync.Mutex
 	reqs    []seen
 	expired map[string]int // session id → the status its requests now get
+	// expiredBody, when set, is the JSON body answered with that status (else a plain text line).
+	expiredBody string
 	// tamper, when set, answers a POST whose JSON-RPC method it returns true for.
 	tamper func(w http.ResponseWriter, r *http.Request, rpc string, id any) bool
 }
@@ -93,12 +95,19 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, seen{HTTPMethod: r.Method, Path: r.URL.Path, RPC: msg.Method, ID: msg.ID, Cancelled: msg.Params.RequestID, Session: session, Header: r.Header.Clone()})
 	status := f.expired[session]
+	expiredBody := f.expiredBody
 	tamper := f.tamper
 	authHeader, authValue := f.authHeader, f.authValue
 	f.mu.Unlock()
 
 	if authHeader != "" && r.Header.Get(authHeader) != authValue {
 		http.Error(w, "bad key "+r.Header.Get(authHeader), http.StatusUnauthorized)
+		return
+	}
+	if session != "" && status != 0 && expiredBody != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, expiredBody)
 		return
 	}
 	if session != "" && status != 0 {
@@ -139,10 +148,12 @@ func (f *fake) requests(rpc string) []seen {
 	return out
 }
 
-// expireAll makes the server forget every session it has handed out, answering status.
-func (f *fake) expireAll(status int) {
+// expireAll makes the server forget every session it has handed out, answering status with body
+// (JSON), or with a plain text line when body is "".
+func (f *fake) expireAll(status int, body string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.expiredBody = body
 	for _, s := range f.reqs {
 		if s.Session != "" {
 			f.expired[s.Session] = status

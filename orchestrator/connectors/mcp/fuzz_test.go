@@ -80,13 +80,18 @@ func FuzzListPage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		tools := shapeTools(log, "srv", entries, false, 5)
+		tools, skipped := shapeTools(log, "srv", entries, false, 5)
 		if len(tools) > 5 {
 			t.Fatalf("kept %d tools, limit 5", len(tools))
 		}
+		for _, sk := range skipped {
+			if sk.Reason == "" {
+				t.Fatalf("skipped %q without a reason", sk.Name)
+			}
+		}
 		seen := map[string]bool{}
 		for _, tool := range tools {
-			if seen[tool.Name] || !strings.HasPrefix(tool.Name, "srv_") || strings.Trim(tool.Name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+			if seen[tool.Name] || !strings.HasPrefix(tool.Name, "srv_") || len(tool.Name) > 64 || strings.Trim(tool.Name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
 				t.Fatalf("bad or duplicate name %q", tool.Name)
 			}
 			seen[tool.Name] = true

@@ -17,13 +17,17 @@ import (
 const maxListPages = 100
 
 // ListTools lists the connection's tools, following pagination under one ListTimeout. It keeps at
-// most MaxTools, skips (and logs) a tool whose input schema is not a JSON Schema object, and
-// clears the connection's changed mark.
+// most MaxTools, skips (and logs, and names in Listing.Skipped with why) a tool whose entry is
+// malformed, whose input schema is not a JSON Schema object, or that requires task augmentation,
+// and clears the connection's changed mark.
 func (p *Pool) ListTools(ctx context.Context, conn Connection) (Listing, error) {
 	wasChanged := p.takeChanged(conn.ID)
 	var entries []json.RawMessage
 	var more bool
-	s, err := p.do(ctx, conn, "tools/list", p.cfg.ListTimeout, func(ctx context.Context, s *session) error {
+	lim := limit{idle: p.cfg.ListTimeout, what: func(bool) string {
+		return fmt.Sprintf("timed out after %s: the server did not list its tools in time", p.cfg.ListTimeout)
+	}}
+	s, err := p.do(ctx, conn, "tools/list", lim, func(ctx context.Context, s *session) error {
 		var err error
 		entries, more, err = s.listPages(ctx, 2*p.cfg.MaxTools)
 		return err
@@ -34,7 +38,8 @@ func (p *Pool) ListTools(ctx context.Context, conn Connection) (Listing, error) 
 		}
 		return Listing{}, err
 	}
-	return Listing{Tools: shapeTools(s.log, conn.Slug, entries, more, p.cfg.MaxTools), Transport: s.transport}, nil
+	tools, skipped := shapeTools(s.log, conn.Slug, entries, more, p.cfg.MaxTools)
+	return Listing{Tools: tools, Skipped: skipped, Transport: s.transport}, nil
 }
 
 // listPages reads tools/list pages until the last one, or until it holds enough entries (more
@@ -85,35 +90,51 @@ func parseListPage(raw json.RawMessage) (tools []json.RawMessage, next string, e
 	return page.Tools, next, nil
 }
 
-// shapeTools turns raw tool entries into Tools: namespaced, deduplicated, schema-checked, at most
-// limit of them. Everything left out is logged.
-func shapeTools(log *slog.Logger, slug string, entries []json.RawMessage, more bool, limit int) []Tool {
-	out := make([]Tool, 0, min(len(entries), limit))
+// shapeTools turns raw tool entries into Tools: namespaced (a name past 64 characters in its
+// deterministic short form), deduplicated, schema-checked, at most limit of them. What it leaves
+// out is logged, and each tool named in skipped with why.
+func shapeTools(log *slog.Logger, slug string, entries []json.RawMessage, more bool, limit int) (out []Tool, skipped []Skipped) {
+	out = make([]Tool, 0, min(len(entries), limit))
 	taken := make(map[string]bool, len(entries))
+	skip := func(name, reason string) {
+		log.Warn("mcp: skipped a tool", "tool", clip(name, 100), "reason", reason)
+		skipped = append(skipped, Skipped{Name: clip(name, 200), Reason: reason})
+	}
 	dropped := 0
 	for _, e := range entries {
 		var t struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"inputSchema"`
+			Execution   struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
 		}
 		if err := json.Unmarshal(e, &t); err != nil || t.Name == "" {
-			log.Warn("mcp: skipped a malformed tool entry", "entry", clip(string(e), 200))
+			skip(t.Name, "its entry in tools/list is malformed: "+clip(string(e), 200))
 			continue
 		}
 		if len(out) == limit {
 			dropped++
 			continue
 		}
+		if field, ok := orchestrator.NULPath(e); ok {
+			skip(t.Name, fmt.Sprintf("its listing holds a NUL character (in %s), which cannot be stored", field))
+			continue
+		}
+		if t.Execution.TaskSupport == "required" {
+			skip(t.Name, "it requires task augmentation (execution.taskSupport: required), which this client does not support, so every call would fail")
+			continue
+		}
 		if err := checkSchema(t.InputSchema); err != nil {
-			log.Warn("mcp: skipped a tool whose input schema is not a JSON Schema object", "tool", clip(t.Name, 100), "err", err)
+			skip(t.Name, "its input schema is not a JSON Schema object: "+err.Error())
 			continue
 		}
 		name := orchestrator.NamespacedTool(slug, t.Name)
 		if taken[name] {
 			base := name
 			for n := 2; taken[name]; n++ {
-				name = base + "_" + strconv.Itoa(n)
+				name = orchestrator.FitToolName(base + "_" + strconv.Itoa(n))
 			}
 			log.Warn("mcp: tool name collides after namespacing; suffixed", "tool", clip(t.Name, 100), "name", name)
 		}
@@ -122,8 +143,14 @@ func shapeTools(log *slog.Logger, slug string, entries []json.RawMessage, more b
 	}
 	if dropped > 0 || more {
 		log.Warn("mcp: the server lists more tools than are kept", "kept", len(out), "left_out", dropped, "pages_unread", more)
+		reason := fmt.Sprintf("the server lists more than the %d tools kept of one listing", limit)
+		if dropped > 0 {
+			skipped = append(skipped, Skipped{Reason: fmt.Sprintf("%d more tools: %s", dropped, reason)})
+		} else {
+			skipped = append(skipped, Skipped{Reason: "pages left unread: " + reason})
+		}
 	}
-	return out
+	return out, skipped
 }
 
 // checkSchema reports why schema is not a JSON Schema for an object, or nil when it is one.

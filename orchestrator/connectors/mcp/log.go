@@ -15,7 +15,9 @@ func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
 func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 
 // scrubHandler scrubs a session's secrets out of every message and attribute before they reach the
-// pool's handler. With demote set (mcp-go's own lines) Info becomes Debug: the library is chatty.
+// pool's handler. With demote set (mcp-go's own lines) Info becomes Debug, as the library is
+// chatty, and Error becomes Warn; once the session is out of use (quiet: it broke, which the pool
+// logged once, or it is closing) every line of the library is Debug.
 type scrubHandler struct {
 	h      slog.Handler
 	w      *wire
@@ -23,7 +25,14 @@ type scrubHandler struct {
 }
 
 func (s *scrubHandler) level(l slog.Level) slog.Level {
-	if s.demote && l == slog.LevelInfo {
+	switch {
+	case !s.demote:
+		return l
+	case s.w.quiet.Load():
+		return min(l, slog.LevelDebug)
+	case l >= slog.LevelError:
+		return slog.LevelWarn
+	case l == slog.LevelInfo:
 		return slog.LevelDebug
 	}
 	return l

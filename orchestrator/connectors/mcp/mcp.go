@@ -40,7 +40,14 @@ type Tool struct {
 // Listing is the result of one tools/list.
 type Listing struct {
 	Tools     []Tool    // in the server's order, at most Config.MaxTools
+	Skipped   []Skipped // what the server listed that is not kept, each with why
 	Transport Transport // the transport the session runs over
+}
+
+// Skipped is one tool entry of a listing that is not kept, and why.
+type Skipped struct {
+	Name   string // the server's name for it ("" when the entry had none)
+	Reason string
 }
 
 // Config tunes a Pool; every zero field takes its default.
@@ -49,7 +56,8 @@ type Config struct {
 	Now              func() time.Time                       // the clock idle sessions are measured by; default time.Now
 	HTTPTransport    http.RoundTripper                      // the base transport under each connection's; default a clone of http.DefaultTransport
 	IdleTimeout      time.Duration                          // a session unused this long is closed; default 10 minutes
-	CallTimeout      time.Duration                          // tools/call deadline; default 90 s
+	CallTimeout      time.Duration                          // tools/call deadline without an answer or a progress notice (GUILDS_MCP_CALL_TIMEOUT); default 90 s
+	CallMax          time.Duration                          // the longest a tools/call runs while its server reports progress (GUILDS_MCP_CALL_MAX); default 10 minutes
 	ListTimeout      time.Duration                          // tools/list deadline, all pages; default 15 s
 	InitTimeout      time.Duration                          // initialize deadline, both transports; default 15 s
 	MaxResponseBytes int64                                  // the most read of any response (of an event, on a stream); default 10 MiB
@@ -63,10 +71,17 @@ type Config struct {
 const (
 	DefaultIdleTimeout      = 10 * time.Minute
 	DefaultCallTimeout      = 90 * time.Second
+	DefaultCallMax          = 10 * time.Minute
 	DefaultListTimeout      = 15 * time.Second
 	DefaultInitTimeout      = 15 * time.Second
 	DefaultMaxResponseBytes = 10 << 20
 	DefaultMaxTools         = 1000
+)
+
+// The variables that set Config.CallTimeout and Config.CallMax, named in a timed-out call's error.
+const (
+	CallTimeoutVar = "GUILDS_MCP_CALL_TIMEOUT"
+	CallMaxVar     = "GUILDS_MCP_CALL_MAX"
 )
 
 // Errors a caller may test with errors.Is.

@@ -27,6 +27,8 @@ type Pool struct {
 	closed    bool
 	sessions  map[string]*session
 	changed   map[string]bool // connection ids that sent tools/list_changed since their last listing
+	failing   map[string]int  // connection ids whose session cannot open: failures this incident
+	progress  sync.Map        // progress token → func renewing its call's deadline
 	janitorOn bool
 }
 
@@ -37,6 +39,7 @@ func New(cfg Config) *Pool {
 	}
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.CallTimeout = orDefault(cfg.CallTimeout, DefaultCallTimeout)
+	cfg.CallMax = max(orDefault(cfg.CallMax, DefaultCallMax), cfg.CallTimeout)
 	cfg.ListTimeout = orDefault(cfg.ListTimeout, DefaultListTimeout)
 	cfg.InitTimeout = orDefault(cfg.InitTimeout, DefaultInitTimeout)
 	if cfg.MaxResponseBytes <= 0 {
@@ -51,7 +54,7 @@ func New(cfg Config) *Pool {
 	if cfg.ClientVersion == "" {
 		cfg.ClientVersion = "1"
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, base: cfg.HTTPTransport, sessions: map[string]*session{}, changed: map[string]bool{}}
+	p := &Pool{cfg: cfg, log: cfg.Logger, base: cfg.HTTPTransport, sessions: map[string]*session{}, changed: map[string]bool{}, failing: map[string]int{}}
 	if p.log == nil {
 		p.log = slog.New(discardHandler{})
 	}
@@ -101,6 +104,7 @@ func (p *Pool) Forget(connectionID string) {
 	s := p.sessions[connectionID]
 	delete(p.sessions, connectionID)
 	delete(p.changed, connectionID)
+	delete(p.failing, connectionID)
 	p.mu.Unlock()
 	p.closeStale(s)
 }
@@ -261,6 +265,7 @@ func (p *Pool) openAndStore(conn Connection) (*session, error) {
 	}
 	s, err := p.open(conn)
 	if err != nil {
+		p.failed(conn, "mcp: the session cannot be opened; every request tries again and answers why until it opens", err)
 		return nil, err
 	}
 	p.mu.Lock()
@@ -271,8 +276,14 @@ func (p *Pool) openAndStore(conn Connection) (*session, error) {
 	}
 	p.sessions[conn.ID] = s
 	p.janitorLocked()
+	failures := p.failing[conn.ID]
+	delete(p.failing, conn.ID)
 	p.mu.Unlock()
-	s.log.Debug("mcp: session opened", "transport", string(s.transport))
+	if failures > 0 {
+		s.log.Info("mcp: session open again", "transport", string(s.transport), "failures", failures)
+	} else {
+		s.log.Debug("mcp: session opened", "transport", string(s.transport))
+	}
 	if p.cfg.OnOpen != nil {
 		p.cfg.OnOpen(conn.ID, s.transport)
 	}
@@ -281,7 +292,28 @@ func (p *Pool) openAndStore(conn Connection) (*session, error) {
 
 func (p *Pool) release(s *session) {
 	s.touch()
-	s.inflight.Add(-1)
+	if s.inflight.Add(-1) == 0 && s.retired.Load() {
+		p.goTracked(s.close)
+	}
+}
+
+// failed records that the connection's session cannot open: the first failure of an incident is
+// logged with what happened (WARN; INFO for refused credentials, the login's to fix, not the
+// server's fault), the next ones at DEBUG until the session opens again, so a server that stays
+// down does not fill the log.
+func (p *Pool) failed(conn Connection, msg string, err error) {
+	p.mu.Lock()
+	p.failing[conn.ID]++
+	n := p.failing[conn.ID]
+	p.mu.Unlock()
+	lvl := slog.LevelWarn
+	switch {
+	case n > 1:
+		lvl = slog.LevelDebug
+	case errors.Is(err, ErrRejected):
+		lvl = slog.LevelInfo
+	}
+	p.log.Log(context.Background(), lvl, msg, "server", conn.Slug, "connection", conn.ID, "failures", n, "err", err.Error())
 }
 
 // discard closes s, in the background, if it is still its connection's session.
@@ -294,33 +326,105 @@ func (p *Pool) discard(s *session) {
 	p.goTracked(s.close)
 }
 
-// do runs fn on the connection's session under a deadline of timeout. A session the server
-// forgot is replaced and fn retried once; a broken one is replaced for the next caller.
-func (p *Pool) do(ctx context.Context, conn Connection, op string, timeout time.Duration, fn func(context.Context, *session) error) (*session, error) {
+// retire takes s out of use: the next request opens a new session, and s closes once its
+// requests in flight have ended.
+func (p *Pool) retire(s *session) {
+	p.mu.Lock()
+	if p.sessions[s.id] == s {
+		delete(p.sessions, s.id)
+	}
+	p.mu.Unlock()
+	s.retired.Store(true)
+	if s.inflight.Load() == 0 {
+		p.goTracked(s.close)
+	}
+}
+
+// limit bounds one request: a deadline of idle, which the request's progress notices (token)
+// renew while most has not passed since it started; most <= idle or no token makes idle fixed.
+// what names the limits in the error of a request that passes them.
+type limit struct {
+	idle, most time.Duration
+	token      string
+	what       func(idle bool) string
+}
+
+// errLimit is the cause of a request context that passed its limit; it is a deadline.
+type errLimit struct{ idle bool }
+
+func (errLimit) Error() string        { return "the request passed its time limit" }
+func (errLimit) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// bound derives the request's context under l; stop releases it.
+func (p *Pool) bound(ctx context.Context, l limit) (rctx context.Context, stop func()) {
+	if l.most <= l.idle || l.token == "" {
+		c, cancel := context.WithTimeoutCause(ctx, l.idle, errLimit{idle: true})
+		return c, cancel
+	}
+	idleCtx, cancelIdle := context.WithCancelCause(ctx)
+	c, cancel := context.WithTimeoutCause(idleCtx, l.most, errLimit{})
+	t := time.AfterFunc(l.idle, func() { cancelIdle(errLimit{idle: true}) })
+	p.progress.Store(l.token, func() { t.Reset(l.idle) })
+	return c, func() {
+		p.progress.Delete(l.token)
+		t.Stop()
+		cancel()
+		cancelIdle(nil)
+	}
+}
+
+// renew restarts the idle deadline of the call that sent progress under token.
+func (p *Pool) renew(token string) {
+	if f, ok := p.progress.Load(token); ok {
+		f.(func())()
+	}
+}
+
+// do runs fn on the connection's session under l. A session the server forgot (a 404, or a 400
+// to a request that carried the session's id, whatever the body says) is reopened and fn retried
+// once; a broken one is replaced for the next caller.
+func (p *Pool) do(ctx context.Context, conn Connection, op string, l limit, fn func(context.Context, *session) error) (*session, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := p.acquire(ctx, conn)
 		if err != nil {
 			return nil, err
 		}
 		pr := &probe{}
-		rctx, cancel := context.WithTimeout(context.WithValue(ctx, probeKey{}, pr), timeout)
+		rctx, stop := p.bound(context.WithValue(ctx, probeKey{}, pr), l)
 		err = fn(rctx, s)
-		timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-		cancel()
+		var over errLimit
+		ended := rctx.Err() != nil
+		timedOut := errors.As(context.Cause(rctx), &over) && ctx.Err() == nil
+		stop()
 		p.release(s)
 		if err == nil {
 			return s, nil
 		}
-		switch s.classify(err, pr) {
+		timeout := ""
+		if timedOut {
+			timeout = l.what(over.idle)
+		}
+		fault := s.classify(err, pr)
+		if ended {
+			// The request's own context ended (its limit, or the caller): whatever the library
+			// made of that (it may answer "unexpected nil response"), the session is fine.
+			fault = keep
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+		}
+		switch fault {
 		case expired:
-			p.discard(s)
 			if attempt == 0 {
-				s.log.Info("mcp: the server forgot the session; reopening", "op", op)
+				p.discard(s)
+				s.log.Info("mcp: the server forgot the session; reopening it and sending the request again", "op", op, "status", pr.status.Load())
 				continue
 			}
+			// A session opened for this retry was refused the same way: the answer is the
+			// request's, not the session's, which stays.
 		case broken:
 			p.discard(s)
 		}
-		return s, s.describe(op, err, pr, timedOut, timeout)
+		return s, s.describe(op, err, pr, timeout)
 	}
 }

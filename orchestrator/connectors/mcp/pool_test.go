@@ -172,14 +172,27 @@ func TestListChanged(t *testing.T) {
 	}
 }
 
+// sessionGone is the answer of the TypeScript SDK's example server to a request whose session it
+// does not know: HTTP 400 with a JSON-RPC error body.
+const sessionGone = `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`
+
 func TestExpiredSessionReopensOnce(t *testing.T) {
-	for _, status := range []int{http.StatusNotFound, http.StatusBadRequest} {
-		t.Run(http.StatusText(status), func(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"Not Found", http.StatusNotFound, ""},
+		{"Bad Request", http.StatusBadRequest, ""},
+		{"Bad Request with a JSON-RPC error", http.StatusBadRequest, sessionGone},
+	} {
+		status := c.status
+		t.Run(c.name, func(t *testing.T) {
 			f := newFake(t)
 			p := newPool(t, Config{}, nil)
 			conn := Connection{ID: "c1", Slug: "srv", URL: f.URL}
 			tool := echoTool(t, p, conn)
-			f.expireAll(status)
+			f.expireAll(status, c.body)
 			if got := echo(t, p, conn, tool); got != "echo: hi" {
 				t.Fatalf("call after expiry = %q", got)
 			}
@@ -190,6 +203,12 @@ func TestExpiredSessionReopensOnce(t *testing.T) {
 			// A server that forgets every session at once: one reopen, then the error.
 			f.setTamper(func(w http.ResponseWriter, r *http.Request, rpc string, id any) bool {
 				if rpc == "tools/call" {
+					if c.body != "" {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(status)
+						fmt.Fprint(w, c.body)
+						return true
+					}
 					http.Error(w, "Invalid session ID", status)
 					return true
 				}
@@ -198,6 +217,9 @@ func TestExpiredSessionReopensOnce(t *testing.T) {
 			_, err := p.Call(context.Background(), conn, tool, map[string]any{"text": "hi"})
 			if err == nil {
 				t.Fatal("a call whose retry also finds no session succeeded")
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(status)) {
+				t.Errorf("the error does not say what the server answered: %v", err)
 			}
 			if n := len(f.requests("initialize")); n != 3 {
 				t.Errorf("initializes = %d, want 3 (one retry only)", n)

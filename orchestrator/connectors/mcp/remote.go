@@ -64,6 +64,9 @@ func (c Client) ListTools(ctx context.Context, l connections.RemoteLogin) (conne
 	for i, t := range listing.Tools {
 		out.Tools[i] = orchestrator.ListedTool{RemoteName: t.RemoteName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 	}
+	for _, sk := range listing.Skipped {
+		out.Skipped = append(out.Skipped, orchestrator.SkippedTool{Name: sk.Name, Reason: sk.Reason})
+	}
 	return out, nil
 }
 

@@ -33,10 +33,12 @@ type session struct {
 	log       *slog.Logger
 	ctx       context.Context // lives as long as the session: the GET stream and cancel notices use it
 	cancel    context.CancelFunc
+	unlisten  context.CancelFunc // stops a streamable HTTP session's GET stream alone
 	nextID    atomic.Int64
 	lastUsed  atomic.Int64 // unix nanoseconds on the pool's clock
 	inflight  atomic.Int32 // guarded by Pool.mu for the increment that matters (idle close)
-	dead      atomic.Bool  // the event stream of an SSE session broke: the next caller reopens
+	dead      atomic.Bool  // its event stream broke (the server restarted or forgot it): the next caller reopens
+	retired   atomic.Bool  // out of use: it closes once its requests in flight end
 	closeOnce sync.Once
 }
 
@@ -101,10 +103,11 @@ func (p *Pool) start(ctx context.Context, conn Connection, u *url.URL, t Transpo
 
 	switch t {
 	case SSE:
-		longest := max(p.cfg.CallTimeout, p.cfg.ListTimeout, p.cfg.InitTimeout)
+		longest := max(p.cfg.CallMax, p.cfg.ListTimeout, p.cfg.InitTimeout)
 		s.tr, err = transport.NewSSE(conn.URL, transport.WithHTTPClient(hc), transport.WithSSELogger(libLog),
 			transport.WithEndpointTimeout(p.cfg.InitTimeout), transport.WithResponseTimeout(longest))
 	default:
+		w.onStream = s.streamFault
 		s.tr, err = transport.NewStreamableHTTP(conn.URL, transport.WithHTTPBasicClient(hc),
 			transport.WithContinuousListening(), transport.WithHTTPLogger(libLog))
 	}
@@ -122,8 +125,12 @@ func (p *Pool) start(ctx context.Context, conn Connection, u *url.URL, t Transpo
 	ictx := context.WithValue(ctx, probeKey{}, pr)
 	// Start gets the session's own context, as the event stream must outlive initialise; while
 	// Start runs (the SSE transport waits there for its endpoint) initialise's deadline ends it.
+	// A streamable HTTP session's context there is the GET stream's alone, which streamFault
+	// stops without ending the session.
+	lctx, unlisten := context.WithCancel(sctx)
+	s.unlisten = unlisten
 	stop := context.AfterFunc(ctx, scancel)
-	err = s.client.Start(sctx)
+	err = s.client.Start(lctx)
 	if !stop() {
 		err = errors.Join(err, ctx.Err())
 	}
@@ -139,7 +146,11 @@ func (p *Pool) start(ctx context.Context, conn Connection, u *url.URL, t Transpo
 		rejected := st == http.StatusUnauthorized || st == http.StatusForbidden || errors.Is(err, transport.ErrAuthorizationRequired)
 		retry = !rejected && ctx.Err() == nil &&
 			(t == SSE || errors.Is(err, transport.ErrLegacySSEServer) || st == http.StatusNotFound || st == http.StatusMethodNotAllowed)
-		return nil, retry, s.describe("initialize over "+string(t), err, pr, ctx.Err() != nil && p.ctx.Err() == nil, p.cfg.InitTimeout)
+		timeout := ""
+		if ctx.Err() != nil && p.ctx.Err() == nil {
+			timeout = fmt.Sprintf("timed out after %s: the server did not answer initialize in time", p.cfg.InitTimeout)
+		}
+		return nil, retry, s.describe("initialize over "+string(t), err, pr, timeout)
 	}
 	return s, false, nil
 }
@@ -151,7 +162,7 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcpgo.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
 		if ctx.Err() != nil {
-			s.cancelRequest(id, ctx.Err())
+			s.cancelRequest(id, context.Cause(ctx))
 		}
 		return nil, err
 	}
@@ -187,7 +198,7 @@ func (s *session) cancelRequest(id mcpgo.RequestId, cause error) {
 }
 
 // notify handles a server notification: tools/list_changed marks the connection's listing stale,
-// progress and log messages go to the debug log.
+// progress renews its call's deadline, and progress and log messages go to the debug log.
 func (s *session) notify(n mcpgo.JSONRPCNotification) {
 	switch n.Method {
 	case string(mcpgo.MethodNotificationToolsListChanged):
@@ -195,6 +206,9 @@ func (s *session) notify(n mcpgo.JSONRPCNotification) {
 		s.log.Debug("mcp: tools/list_changed")
 	case "notifications/progress":
 		f := n.Params.AdditionalFields
+		if token, ok := f["progressToken"].(string); ok {
+			s.p.renew(token)
+		}
 		s.log.Debug("mcp: progress", "progress", f["progress"], "total", f["total"], "message", f["message"])
 	case "notifications/message":
 		f := n.Params.AdditionalFields
@@ -210,12 +224,41 @@ func (s *session) lost(err error) {
 	_ = s.tr.Close()
 }
 
+// streamFault is told by the wire when the GET stream of a streamable HTTP session fails: its
+// request was refused (status) or could not be sent, or its body broke (err). When the stream
+// had worked on this session, the server restarted or forgot the session: the session is
+// retired (the next request opens a new one) and that is logged once. When it never worked,
+// the server keeps no stream for it: listening stops, and the session serves on without
+// tools/list_changed (lists are relisted by age). Either way the library does not retry every
+// second.
+func (s *session) streamFault(status int, err error) {
+	s.unlisten()
+	if s.p.ctx.Err() != nil || s.ctx.Err() != nil {
+		return // closing
+	}
+	what := "the request failed: " + s.w.clean(fmt.Sprint(err))
+	if status != 0 {
+		what = fmt.Sprintf("the server answered HTTP %d", status)
+	}
+	if !s.w.streamOpened.Load() {
+		s.log.Info("mcp: the server keeps no event stream for the session; tools/list_changed will not arrive, and lists are relisted by age", "stream", what)
+		return
+	}
+	if s.dead.Swap(true) {
+		return
+	}
+	s.w.quiet.Store(true)
+	s.p.retire(s)
+	s.log.Warn("mcp: the server dropped the session's event stream (it restarted or forgot the session); the next request opens a new session", "stream", what)
+}
+
 func (s *session) touch() { s.lastUsed.Store(s.p.cfg.Now().UnixNano()) }
 
 // close ends the session: mcp-go's Close sends the DELETE, through the round tripper, so with the
 // login's credentials.
 func (s *session) close() {
 	s.closeOnce.Do(func() {
+		s.w.quiet.Store(true) // a DELETE the server cannot take is nothing to act on
 		_ = s.client.Close()
 		s.cancel()
 	})
@@ -231,17 +274,20 @@ const (
 )
 
 func (s *session) classify(err error, pr *probe) fault {
-	var rpc *RPCError
 	st := int(pr.status.Load())
 	switch {
-	case errors.As(err, &rpc), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return keep
 	case errors.Is(err, transport.ErrSessionTerminated):
 		return expired
 	case s.transport == StreamableHTTP && pr.withSession.Load() && (st == http.StatusNotFound || st == http.StatusBadRequest):
+		// Whatever the body says: some servers answer an unknown session with a JSON-RPC error
+		// (-32000 "Bad Request: No valid session ID provided"), which must not keep the session.
 		return expired
 	case s.transport == SSE && (st == http.StatusNotFound || st == http.StatusBadRequest):
 		return expired
+	case errors.As(err, new(*RPCError)):
+		return keep
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
 		return keep
 	case pr.tooLarge.Load() && s.transport == StreamableHTTP:
@@ -250,17 +296,18 @@ func (s *session) classify(err error, pr *probe) fault {
 	return broken
 }
 
-// describe turns a failure of op into an error that names the server, says what happened, and
-// carries no credential.
-func (s *session) describe(op string, err error, pr *probe, timedOut bool, limit time.Duration) error {
+// describe turns a failure of op into an error that names the server, says what happened (with
+// what the server answered, when it answered an HTTP error), and carries no credential. timeout,
+// when set, says which time limit the request passed.
+func (s *session) describe(op string, err error, pr *probe, timeout string) error {
 	prefix := fmt.Sprintf("mcp server %q: %s", s.slug, op)
 	st := int(pr.status.Load())
 	var rpc *RPCError
 	switch {
 	case pr.tooLarge.Load() || errors.Is(err, ErrTooLarge) || (s.transport == SSE && s.w.overflowed.Load()):
 		return fmt.Errorf("%s: %w: the server sent more than %d bytes", prefix, ErrTooLarge, s.p.cfg.MaxResponseBytes)
-	case timedOut && errors.Is(err, context.DeadlineExceeded):
-		return &remoteError{msg: fmt.Sprintf("%s: timed out after %s: the server did not answer in time; try again later, or ask for less at once", prefix, limit), cause: err}
+	case timeout != "":
+		return &remoteError{msg: prefix + ": " + timeout, cause: context.DeadlineExceeded}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &remoteError{msg: prefix + ": " + err.Error(), cause: err}
 	case st == http.StatusUnauthorized || st == http.StatusForbidden || errors.Is(err, transport.ErrAuthorizationRequired):
@@ -269,11 +316,23 @@ func (s *session) describe(op string, err error, pr *probe, timedOut bool, limit
 		}
 		return fmt.Errorf("%s: %w (HTTP %d)", prefix, ErrRejected, st)
 	case errors.As(err, &rpc):
+		if st >= 400 {
+			return fmt.Errorf("%s: %w (HTTP %d)", prefix, rpc, st)
+		}
 		return fmt.Errorf("%s: %w", prefix, rpc)
 	case errors.As(err, new(*url.Error)) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
 		return &remoteError{msg: prefix + ": the server closed the connection before it answered; try again (the session is reopened)", cause: err}
 	}
-	return &remoteError{msg: prefix + ": " + s.w.clean(tidy(err.Error())), cause: err}
+	msg := s.w.clean(tidy(err.Error()))
+	if st >= 400 {
+		if answer := s.w.clean(strings.TrimSpace(pr.answer())); !strings.Contains(msg, fmt.Sprint(st)) || (answer != "" && !strings.Contains(msg, answer)) {
+			msg += fmt.Sprintf("; the server answered HTTP %d", st)
+			if answer != "" {
+				msg += ": " + answer
+			}
+		}
+	}
+	return &remoteError{msg: prefix + ": " + msg, cause: err}
 }
 
 // tidy drops the layers of mcp-go's wrapping that say nothing.

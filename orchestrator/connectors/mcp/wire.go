@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,14 @@ type wire struct {
 	// overflowed is set when a response that answers no request of ours (an event stream)
 	// passed maxBytes.
 	overflowed atomic.Bool
+	// onStream, when set (a streamable HTTP session), is told when the GET stream fails: an
+	// HTTP error other than 405 (status), no answer, or a body that broke (err).
+	onStream func(status int, err error)
+	// streamOpened is set once a GET stream was accepted on this session.
+	streamOpened atomic.Bool
+	// quiet is set once the session is out of use (broken or closing): the library's lines about
+	// it go to the debug log.
+	quiet atomic.Bool
 }
 
 func newWire(u *url.URL, h HeaderFunc, maxBytes int64) *wire {
@@ -144,12 +153,25 @@ func port(u *url.URL) string {
 type probeKey struct{}
 
 // probe records what the HTTP layer saw under one JSON-RPC request, which mcp-go's errors do not
-// always keep: the failing status, whether it answered a request in a session, an oversized body.
+// always keep: the failing status and the start of its body, whether it answered a request in a
+// session, an oversized body.
 type probe struct {
 	status      atomic.Int32
 	withSession atomic.Bool
 	tooLarge    atomic.Bool
+	body        atomic.Pointer[string]
 }
+
+// answer is the start of the failing response's body, "" when none was read.
+func (pr *probe) answer() string {
+	if b := pr.body.Load(); b != nil {
+		return *b
+	}
+	return ""
+}
+
+// answerPeek is how much of a failing response's body a probe keeps.
+const answerPeek = 300
 
 func probeFrom(ctx context.Context) *probe {
 	pr, _ := ctx.Value(probeKey{}).(*probe)
@@ -183,20 +205,50 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Header[http.CanonicalHeaderKey(k)] = vs
 		}
 	}
+	stream := req.Method == http.MethodGet && t.w.onStream != nil
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
+		if stream && req.Context().Err() == nil {
+			t.w.onStream(0, err)
+		}
 		return nil, err
 	}
 	pr := probeFrom(req.Context())
 	if pr != nil && resp.StatusCode >= 400 {
 		pr.status.Store(int32(resp.StatusCode))
 		pr.withSession.Store(req.Header.Get(sessionHeader) != "")
+		if resp.Body != nil && resp.Body != http.NoBody {
+			peek, _ := io.ReadAll(io.LimitReader(resp.Body, answerPeek))
+			text := string(peek)
+			pr.body.Store(&text)
+			resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(peek), resp.Body), Closer: resp.Body}
+		}
+	}
+	switch {
+	case stream && resp.StatusCode < 300:
+		t.w.streamOpened.Store(true)
+	case stream && resp.StatusCode != http.StatusMethodNotAllowed:
+		t.w.onStream(resp.StatusCode, nil)
 	}
 	if resp.Body != nil && resp.Body != http.NoBody {
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		resp.Body = &limitedBody{rc: resp.Body, limit: t.w.maxBytes, events: mt == "text/event-stream", pr: pr, w: t.w, lineStart: true}
+		lb := &limitedBody{rc: resp.Body, limit: t.w.maxBytes, events: mt == "text/event-stream", pr: pr, w: t.w, lineStart: true}
+		if stream && resp.StatusCode < 300 {
+			lb.broke = func(err error) {
+				if req.Context().Err() == nil {
+					t.w.onStream(0, err)
+				}
+			}
+		}
+		resp.Body = lb
 	}
 	return resp, nil
+}
+
+// readCloser joins a reader and the closer of the body it reads.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // limitedBody fails a read once a body passes limit bytes; on an event stream the limit holds
@@ -210,6 +262,7 @@ type limitedBody struct {
 	over      bool
 	pr        *probe
 	w         *wire
+	broke     func(error) // the GET stream's: told of a read error other than the end of the stream
 }
 
 // errBodyTooLarge is what a read past the limit returns.
@@ -221,6 +274,10 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		return 0, errBodyTooLarge
 	}
 	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && b.broke != nil {
+		b.broke(err)
+		b.broke = nil
+	}
 	if !b.events {
 		b.n += int64(n)
 	} else {

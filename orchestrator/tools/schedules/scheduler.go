@@ -28,7 +28,8 @@ type RunStarter interface {
 // pending wake-up starts its run under that id, and the firing is recorded as the wake-up is
 // dropped; since the id is the runs' primary key, a start retried after a crash finds the run
 // instead of making a second one. After downtime a schedule that missed several wake-ups fires
-// once, and its next wake-up is computed from now.
+// once, and its next wake-up is computed from now. A schedule whose last run is still open skips
+// its wake-up, recorded as a skipped firing.
 type Scheduler struct {
 	Store    Store
 	Runs     RunStarter
@@ -53,7 +54,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	}
 	now = now.Truncate(time.Microsecond)
 	for {
-		advanced, claimed, err := s.Store.ClaimDue(ctx, now, batch, func(sc orchestrator.Schedule) *time.Time {
+		advanced, claimed, skipped, err := s.Store.ClaimDue(ctx, now, batch, func(sc orchestrator.Schedule) *time.Time {
 			next, err := NextAfter(sc, now)
 			if err != nil {
 				s.log().Error("schedule cannot compute its next wake-up; it stops", "schedule_id", sc.ID, "err", err.Error())
@@ -64,8 +65,11 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if folded := advanced - claimed; folded > 0 {
+		if folded := advanced - claimed - skipped; folded > 0 {
 			s.log().Warn("due schedules whose earlier wake-up has not started yet: folded into it", "schedules", folded)
+		}
+		if skipped > 0 {
+			s.log().Info("due schedules whose last run is still open: wake-up skipped and recorded", "schedules", skipped)
 		}
 		if advanced < batch {
 			break

@@ -47,7 +47,9 @@ func newWorld(t testing.TB) *world {
 	must(t, w.store.CreateOrg(w.ctx, orchestrator.Org{ID: "o1", Name: "O", CreatedAt: now}))
 	must(t, w.store.CreateGuild(w.ctx, orchestrator.Guild{ID: "g1", OrgID: "o1", Name: "G", CreatedAt: now}))
 	for _, id := range []string{"a1", "a2"} {
-		must(t, w.store.CreateAgent(w.ctx, orchestrator.Agent{ID: id, GuildID: "g1", OrgID: "o1", Name: id, Config: orchestrator.DefaultAgentConfig(), CreatedAt: now, UpdatedAt: now}))
+		cfg := orchestrator.DefaultAgentConfig()
+		cfg.MaxSchedules = orchestrator.MaxMaxSchedules
+		must(t, w.store.CreateAgent(w.ctx, orchestrator.Agent{ID: id, GuildID: "g1", OrgID: "o1", Name: id, Config: cfg, CreatedAt: now, UpdatedAt: now}))
 	}
 	must(t, (&schedules.Tools{Store: w.store, Now: w.clk.now, Rand: rand.New(rand.NewPCG(1, 2))}).Register(w.reg))
 	w.svc = &runs.Service{Scopes: w.store, Runs: w.store, Registry: w.reg, Offer: runs.DefaultOffer{}, Now: w.clk.now}
@@ -72,6 +74,24 @@ func (w *world) count(sql string, args ...any) int {
 	var n int
 	must(w.t, w.pool.QueryRow(w.ctx, sql, args...).Scan(&n))
 	return n
+}
+
+// closeRuns closes every open run, as their clients would once done.
+func (w *world) closeRuns() {
+	w.t.Helper()
+	rows, err := w.pool.Query(w.ctx, "SELECT id FROM runs WHERE status = 'open'")
+	must(w.t, err)
+	var ids []string
+	for rows.Next() {
+		var id string
+		must(w.t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, err := w.svc.CloseRun(w.ctx, id)
+		must(w.t, err)
+	}
 }
 
 func (w *world) scheduler() *schedules.Scheduler {
@@ -186,6 +206,7 @@ func TestSchedulerFiresOnceAndCatchesUp(t *testing.T) {
 	}
 	// Every next wake-up, raced again: one run each, never two for one (schedule, due time).
 	for round := 1; round <= 3; round++ {
+		w.closeRuns() // a schedule whose last run is open skips its wake-up (TestScheduleSkipsWhileItsRunIsOpen)
 		w.clk.add(5 * time.Minute)
 		if got := race(round); got != n {
 			t.Fatalf("round %d: next wake-up fired %d, want %d", round, got, n)
@@ -245,13 +266,13 @@ func TestSchedulerCrashBetweenClaimAndStart(t *testing.T) {
 	}
 	w.clk.add(5 * time.Minute) // 08:07: the 08:05 wake-ups are due
 	due := time.Date(2027, 5, 3, 8, 5, 0, 0, time.UTC)
-	advanced, claimed, err := w.store.ClaimDue(w.ctx, w.clk.now(), 50, func(sc orchestrator.Schedule) *time.Time {
+	advanced, claimed, skipped, err := w.store.ClaimDue(w.ctx, w.clk.now(), 50, func(sc orchestrator.Schedule) *time.Time {
 		next, _ := schedules.NextAfter(sc, w.clk.now())
 		return next
 	})
 	must(t, err)
 	// The crash: the claim committed, no run was started.
-	if advanced != n || claimed != n || w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'pending' AND due_at = $1", due) != n || w.count("SELECT count(*) FROM runs") != 0 {
+	if advanced != n || claimed != n || skipped != 0 || w.count("SELECT count(*) FROM schedule_wakeups WHERE state = 'pending' AND due_at = $1", due) != n || w.count("SELECT count(*) FROM runs") != 0 {
 		t.Fatalf("after the claim: advanced %d, claimed %d, %d pending, %d runs", advanced, claimed, w.count("SELECT count(*) FROM schedule_wakeups"), w.count("SELECT count(*) FROM runs"))
 	}
 	w.clk.add(3 * time.Hour) // downtime
@@ -352,5 +373,110 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScheduleFloodIsCapped: 33 schedule_create_cron calls of one run at once (the attack that
+// made 32 runs every five minutes) create max_schedules (default 10) schedules; the others are
+// tool errors naming the limit and what to do, and the next tick starts 10 runs. Raising the
+// agent's max_schedules lets more in.
+func TestScheduleFloodIsCapped(t *testing.T) {
+	w := newWorld(t)
+	now := w.clk.now()
+	must(t, w.store.CreateAgent(w.ctx, orchestrator.Agent{ID: "a3", GuildID: "g1", OrgID: "o1", Name: "a3", Config: orchestrator.DefaultAgentConfig(), CreatedAt: now, UpdatedAt: now}))
+	run, err := w.svc.StartRun(w.ctx, "a3", runs.StartRequest{Kind: orchestrator.KindDirect})
+	must(t, err)
+	var wg sync.WaitGroup
+	var created, refused atomic.Int64
+	for range 33 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := w.svc.Call(w.ctx, run.ID, runs.CallRequest{Name: "schedule_create_cron",
+				Arguments: json.RawMessage(`{"cron":"*/5 * * * *","description":"flood","instruction":"go"}`)})
+			switch {
+			case err != nil:
+				t.Error(err)
+			case strings.HasPrefix(res.Result, "created "):
+				created.Add(1)
+			case strings.Contains(res.Result, "ERROR: you already have 10 schedules, the most your config allows (max_schedules 10); delete one with schedule_delete"):
+				refused.Add(1)
+			default:
+				t.Errorf("unexpected result: %s", res.Result)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != orchestrator.DefaultMaxSchedules || refused.Load() != 33-orchestrator.DefaultMaxSchedules {
+		t.Fatalf("created %d, refused %d; want %d and %d", created.Load(), refused.Load(), orchestrator.DefaultMaxSchedules, 33-orchestrator.DefaultMaxSchedules)
+	}
+	if n := w.count("SELECT count(*) FROM schedules WHERE agent_id = 'a3'"); n != orchestrator.DefaultMaxSchedules {
+		t.Fatalf("%d schedules stored", n)
+	}
+	if n := w.count("SELECT count(*) FROM tool_calls WHERE run_id = $1 AND is_error", run.ID); n != 33-orchestrator.DefaultMaxSchedules {
+		t.Fatalf("%d refused calls recorded as tool errors", n)
+	}
+	w.clk.add(5 * time.Minute)
+	if got, err := w.scheduler().Tick(w.ctx); err != nil || got != orchestrator.DefaultMaxSchedules {
+		t.Fatalf("tick: %d runs, %v", got, err)
+	}
+	limit := 12
+	_, err = w.store.UpdateAgent(w.ctx, "a3", orchestrator.AgentPatch{Config: orchestrator.ConfigPatch{MaxSchedules: &limit}})
+	must(t, err)
+	for i := 0; i < 3; i++ {
+		_, err := w.call("a3", "schedule_create_cron", `{"cron":"*/5 * * * *","description":"more"}`)
+		if (i < 2) != (err == nil) {
+			t.Fatalf("create %d under max_schedules 12: %v", i+11, err)
+		}
+		if err != nil && (orchestrator.ErrorCode(err) != orchestrator.ECONFLICT || !strings.Contains(err.Error(), "max_schedules 12")) {
+			t.Fatalf("the 13th create: %v", err)
+		}
+	}
+}
+
+// TestScheduleSkipsWhileItsRunIsOpen: a schedule whose last run is still open skips its wake-up,
+// recorded with that run on its firings (and no run started); once the run is closed, the next
+// wake-up fires again.
+func TestScheduleSkipsWhileItsRunIsOpen(t *testing.T) {
+	w := newWorld(t)
+	out := w.ok("a1", "schedule_create_cron", `{"cron":"*/5 * * * *","description":"s","instruction":"check"}`)
+	id := strings.Fields(strings.TrimPrefix(out, "created "))[0]
+	w.clk.add(5 * time.Minute) // 08:07: 08:05 is due
+	if got, err := w.scheduler().Tick(w.ctx); err != nil || got != 1 {
+		t.Fatalf("first tick: %d %v", got, err)
+	}
+	first := w.count("SELECT count(*) FROM runs WHERE status = 'open'")
+	var openRun string
+	must(t, w.pool.QueryRow(w.ctx, "SELECT last_run_id FROM schedules WHERE id = $1", id).Scan(&openRun))
+	for round := 0; round < 2; round++ { // 08:12 and 08:17 come while that run is open
+		w.clk.add(5 * time.Minute)
+		if got, err := w.scheduler().Tick(w.ctx); err != nil || got != 0 {
+			t.Fatalf("tick with the run open: %d %v", got, err)
+		}
+	}
+	if n := w.count("SELECT count(*) FROM runs"); n != first || first != 1 {
+		t.Fatalf("%d runs, want the first one only", n)
+	}
+	firings, err := w.store.ListFirings(w.ctx, id)
+	must(t, err)
+	if len(firings) != 3 {
+		t.Fatalf("firings: %+v", firings)
+	}
+	for i, want := range []struct{ outcome, due string }{{"skipped", "08:15"}, {"skipped", "08:10"}, {"started", "08:05"}} {
+		f := firings[i]
+		if f.Outcome != want.outcome || f.DueAt.Format("15:04") != want.due || f.Instruction != "check" {
+			t.Errorf("firing %d: %+v, want %s due %s", i, f, want.outcome, want.due)
+		}
+		if want.outcome == "skipped" && (f.OpenRunID != openRun || f.RunID != "") {
+			t.Errorf("skip %d names run %q (run_id %q), want the open run %s", i, f.OpenRunID, f.RunID, openRun)
+		}
+	}
+	if n := w.count("SELECT count(*) FROM schedules WHERE id = $1 AND next_run_at > $2", id, w.clk.now()); n != 1 {
+		t.Fatal("a skipped schedule did not move to its next wake-up")
+	}
+	w.closeRuns()
+	w.clk.add(5 * time.Minute)
+	if got, err := w.scheduler().Tick(w.ctx); err != nil || got != 1 {
+		t.Fatalf("tick after the run closed: %d %v", got, err)
 	}
 }

@@ -29,7 +29,7 @@ type Store interface {
 	GetSchedule(ctx context.Context, agentID, id string) (orchestrator.Schedule, error)
 	SetScheduleStatus(ctx context.Context, agentID, id, status string, next *time.Time, at time.Time) (orchestrator.Schedule, error)
 	DeleteSchedule(ctx context.Context, agentID, id string) error
-	ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed int, err error)
+	ClaimDue(ctx context.Context, now time.Time, limit int, next orchestrator.NextWakeFunc) (advanced, claimed, skipped int, err error)
 	StartWakeups(ctx context.Context, now time.Time, limit int, start orchestrator.StartWakeupFunc, final func(error) bool) (taken, started int, err error)
 }
 

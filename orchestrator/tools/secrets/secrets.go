@@ -142,6 +142,9 @@ func checkValue(v string) error {
 		return orchestrator.Errorf(orchestrator.EINVALID, "value is %d bytes; a secret is at most %d bytes", len(v), MaxValueBytes)
 	case !utf8.ValidString(v):
 		return orchestrator.Errorf(orchestrator.EINVALID, "value is not valid UTF-8 text; encode binary secrets (base64)")
+	case strings.IndexByte(v, 0) >= 0:
+		// An environment variable cannot hold a NUL: every shell and script_run would fail to start.
+		return orchestrator.NULError("value")
 	case strings.TrimSpace(v) == "":
 		return orchestrator.Errorf(orchestrator.EINVALID, "value is only whitespace")
 	}
@@ -206,7 +209,8 @@ func (s *Service) RunSecretValues(ctx context.Context, run orchestrator.Run) ([]
 
 // SandboxEnv returns the calling agent's granted secrets as NAME=value for the environment of a
 // command in its sandbox (shell, script_run), sorted by name, leaving out a reserved name stored
-// before names were checked for it. Their values join the call's redaction (c.Secrets), so a
+// before names were checked for it and a value holding a NUL stored before values were (no process
+// can start with one in its environment). Their values join the call's redaction (c.Secrets), so a
 // secret the operator stored after the run started is masked too.
 func (s *Service) SandboxEnv(ctx context.Context, c *registry.Call) ([]string, error) {
 	names, vals, err := s.open(ctx, c.AgentID, "the sandbox")
@@ -216,7 +220,7 @@ func (s *Service) SandboxEnv(ctx context.Context, c *registry.Call) ([]string, e
 	var env []string
 	for _, n := range names {
 		c.Secrets = append(c.Secrets, vals[n])
-		if !Reserved(n) {
+		if !Reserved(n) && strings.IndexByte(vals[n], 0) < 0 {
 			env = append(env, n+"="+vals[n])
 		}
 	}

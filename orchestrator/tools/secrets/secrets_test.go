@@ -86,6 +86,7 @@ func TestValueAndNameChecks(t *testing.T) {
 		{"PATH", "long-enough-value", "secret name PATH is reserved"},
 		{"GUILD_AGENT_ID", "long-enough-value", "e.g. MY_GUILD_AGENT_ID"},
 		{"LD_PRELOAD", "long-enough-value", "reserved"},
+		{"NUL_VALUE", "long-enough\x00value", "value holds a NUL character"},
 	} {
 		_, err := svc.Put(ctx, "a1", tc.name, tc.value)
 		if orchestrator.ErrorCode(err) != orchestrator.EINVALID || !strings.Contains(err.Error(), tc.want) {
@@ -102,5 +103,19 @@ func TestValueAndNameChecks(t *testing.T) {
 		if _, err := svc.Put(ctx, "a1", name, "12345678"); err != nil {
 			t.Errorf("put %s with 8 bytes: %v", name, err)
 		}
+	}
+	// A value holding a NUL stored before values were checked stays out of the sandbox's
+	// environment, which no process could start with, and is still masked.
+	_, err = store.PutSealedSecret(ctx, "a1", "OLD_NUL", box.Seal([]byte("before\x00checks"), []byte("agent_secrets:a1/OLD_NUL")), now)
+	must(t, err)
+	env, err := svc.SandboxEnv(ctx, &registry.Call{AgentID: "a1"})
+	must(t, err)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "OLD_NUL=") || strings.IndexByte(kv, 0) >= 0 {
+			t.Errorf("the environment holds %q", kv)
+		}
+	}
+	if len(env) != 3 {
+		t.Errorf("environment %q: want the three valid secrets", env)
 	}
 }

@@ -113,7 +113,8 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 	// API has finished its calls in flight.
 	local := adapters.Local{Sandboxes: boxes, Log: log}
 	caller := &connections.Caller{Store: store, Local: local, Drive: drive.Drive{Files: local.Workspace}, TTL: cfg.MCPListTTL, Log: log}
-	pool := mcp.New(mcp.Config{Logger: log, IdleTimeout: cfg.MCPIdle, OnOpen: func(id string, t mcp.Transport) { caller.SessionOpened(id, string(t)) }})
+	pool := mcp.New(mcp.Config{Logger: log, IdleTimeout: cfg.MCPIdle, CallTimeout: cfg.MCPCallTimeout, CallMax: cfg.MCPCallMax,
+		OnOpen: func(id string, t mcp.Transport) { caller.SessionOpened(id, string(t)) }})
 	g.close = append(g.close, func() { _ = pool.Close() })
 	caller.Client = mcp.Client{Pool: pool}
 	cat, policy, err := catalogService(ctx, cfg, store, reg, log, caller)
