@@ -260,6 +260,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	if err := app.ShutdownWithTimeout(shutdownGrace); err != nil {
 		log.Error("shutdown", "err", err.Error())
 	}
+	_ = ln.Close() // a listener the server had not started on when the shutdown began: its Serve returns now
 	<-served
 	// Calls answered in the last milliseconds may not have their completed records written yet.
 	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
