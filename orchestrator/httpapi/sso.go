@@ -91,14 +91,6 @@ func ssoStatus(code string) int {
 	switch code {
 	case orchestrator.EINVALID, orchestrator.EMALFORMED, orchestrator.ECONFLICT, orchestrator.ENOTFOUND:
 		return http.StatusBadRequest
-	case orchestrator.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case orchestrator.EFORBIDDEN:
-		return http.StatusForbidden
-	case orchestrator.EUPSTREAM:
-		return http.StatusBadGateway
-	case orchestrator.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return statusOf(code)
 }
