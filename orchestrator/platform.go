@@ -104,15 +104,19 @@ type Schedule struct {
 }
 
 // ScheduleFiring is one wake-up of a schedule: the run it started and the instruction it carried,
-// or its skip while the schedule's last run was still open.
+// or its skip while the schedule's last run was still open, and how a started run stands: missed
+// when nobody called it within GUILDS_RUN_PICKUP.
 type ScheduleFiring struct {
 	RunID       string    `json:"run_id"` // the run it started; "" when skipped
 	ScheduleID  string    `json:"schedule_id"`
 	Instruction string    `json:"instruction"`
 	DueAt       time.Time `json:"due_at"`
-	FiredAt     time.Time `json:"fired_at"`              // when its run started, or it was skipped
-	Outcome     string    `json:"outcome"`               // FiringStarted or FiringSkipped
-	OpenRunID   string    `json:"open_run_id,omitempty"` // skipped: the schedule's last run, still open then
+	FiredAt     time.Time `json:"fired_at"`               // when its run started, or it was skipped
+	Outcome     string    `json:"outcome"`                // FiringStarted or FiringSkipped
+	OpenRunID   string    `json:"open_run_id,omitempty"`  // skipped: the schedule's last run, still open then
+	RunStatus   string    `json:"run_status,omitempty"`   // a started run's status
+	CloseReason string    `json:"close_reason,omitempty"` // once that run closed
+	Missed      bool      `json:"missed"`                 // nobody called it within GUILDS_RUN_PICKUP
 }
 
 // A firing's outcome.

@@ -23,6 +23,42 @@ const (
 	RunClosed = "closed"
 )
 
+// Why a run closed (its close_reason).
+const (
+	CloseOperator     = "operator"      // POST /api/runs/{id}/close by an account or the admin token
+	CloseRuntime      = "runtime"       // POST /api/runs/{id}/close by the run's token or its agent's key
+	CloseIdle         = "idle"          // no call for GUILDS_RUN_IDLE
+	CloseMissed       = "missed"        // a schedule fired it and nobody called within GUILDS_RUN_PICKUP
+	CloseAgentDeleted = "agent_deleted" // DELETE /api/agents/{id}?close_runs=true
+	CloseGuildDeleted = "guild_deleted" // DELETE /api/guilds/{id}?close_runs=true
+	CloseOrgDeleted   = "org_deleted"   // DELETE /api/orgs/{id}?close_runs=true
+)
+
+// Run triggers: what started a run.
+const (
+	TriggerDirect    = "direct"     // started through the API
+	TriggerSchedule  = "schedule"   // fired by one of the agent's schedules
+	TriggerGroupChat = "group_chat" // started for a message of the guild's group chat
+)
+
+// RunTriggers lists the valid triggers.
+var RunTriggers = []string{TriggerDirect, TriggerSchedule, TriggerGroupChat}
+
+// RunTrigger is what started a run: the schedule and the instruction it carried, or the group
+// message, or neither (direct).
+type RunTrigger struct {
+	Type     string           `json:"type"`
+	Schedule *ScheduleTrigger `json:"schedule,omitempty"` // schedule
+	Message  *ChatMessage     `json:"message,omitempty"`  // group_chat
+}
+
+// ScheduleTrigger is the firing of a schedule that started a run.
+type ScheduleTrigger struct {
+	ID          string    `json:"id"`
+	Instruction string    `json:"instruction"`
+	DueAt       time.Time `json:"due_at"`
+}
+
 // Budget bounds: the default tool-call allowance of a run and the most a run may ask for.
 const (
 	DefaultToolCallBudget = 100
@@ -64,6 +100,48 @@ type Run struct {
 	TokenHash      []byte     `json:"-"`
 	TokenSealed    []byte     `json:"-"`
 	TokenExpiresAt *time.Time `json:"-"`
+	Trigger        RunTrigger `json:"trigger"`
+	// LastActiveAt is the start of the run's latest call, or the run's own start: the idle close
+	// counts from it.
+	LastActiveAt time.Time `json:"last_active_at"`
+	CloseReason  string    `json:"close_reason,omitempty"` // once closed: one of the Close* reasons
+}
+
+// RunSummary is a run as listings and events show it: what started it and its counts, without its
+// snapshot (config and offered tools) and never its token.
+type RunSummary struct {
+	ID                 string     `json:"id"`
+	AgentID            string     `json:"agent_id"`
+	GuildID            string     `json:"guild_id"`
+	OrgID              string     `json:"org_id"`
+	Kind               string     `json:"kind"`
+	Status             string     `json:"status"`
+	Trigger            RunTrigger `json:"trigger"`
+	ToolCallBudget     int        `json:"tool_call_budget"`
+	ToolCallsUsed      int        `json:"tool_calls_used"`
+	RemainingToolCalls int        `json:"remaining_tool_calls"`
+	CreatedAt          time.Time  `json:"created_at"`
+	LastActiveAt       time.Time  `json:"last_active_at"`
+	ClosedAt           *time.Time `json:"closed_at"`
+	CloseReason        string     `json:"close_reason,omitempty"`
+}
+
+// Summary is the run's summary.
+func (r Run) Summary() RunSummary {
+	return RunSummary{ID: r.ID, AgentID: r.AgentID, GuildID: r.GuildID, OrgID: r.OrgID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger,
+		ToolCallBudget: r.ToolCallBudget, ToolCallsUsed: r.ToolCallsUsed, RemainingToolCalls: r.Remaining(), CreatedAt: r.CreatedAt,
+		LastActiveAt: r.LastActiveAt, ClosedAt: r.ClosedAt, CloseReason: r.CloseReason}
+}
+
+// RunQuery selects a page of one agent's or one guild's runs, newest first.
+type RunQuery struct {
+	AgentID string // the agent's runs; or
+	GuildID string // the guild's runs
+	Status  string // "" any, RunOpen or RunClosed
+	Kind    string // "" any, or one of RunKinds
+	Trigger string // "" any, or one of RunTriggers
+	After   string // the id of the last run of the previous page; "" the newest first
+	Limit   int
 }
 
 // RunState is what a run starts knowing besides its tools.
@@ -144,10 +222,18 @@ type CallPage struct {
 
 // RunStore persists runs and their calls.
 type RunStore interface {
+	// CreateRun stores r and reports run.started in the same transaction; a missing agent is ENOTFOUND.
 	CreateRun(ctx context.Context, r Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
-	// CloseRun marks the run closed; closing a closed run is not an error.
-	CloseRun(ctx context.Context, id string, at time.Time) (Run, error)
+	// CloseRun marks the run closed for the reason (a Close* constant), reporting run.closed in the
+	// same transaction; closing a closed run is not an error and keeps its first close.
+	CloseRun(ctx context.Context, id string, at time.Time, reason string) (Run, error)
+	// CloseStaleRuns closes, in one transaction, at most limit open runs whose latest activity is
+	// before idleBefore (reason idle) or that a schedule fired before pickupBefore and nobody called
+	// (reason missed), reporting each; replicas sweeping at once never close a run twice.
+	CloseStaleRuns(ctx context.Context, at, idleBefore, pickupBefore time.Time, limit int) ([]RunSummary, error)
+	// ListRuns lists a page of an agent's or a guild's runs, newest first.
+	ListRuns(ctx context.Context, q RunQuery) ([]RunSummary, error)
 	// StartCall records c as started and advances the run's counter in one statement, returning
 	// the seq it took. It fails with ECONFLICT, writing nothing, when the run is closed or spent,
 	// and with ErrDuplicateCall when c.ClientCallID is already recorded for the run.

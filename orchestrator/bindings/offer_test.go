@@ -249,7 +249,7 @@ func TestNextGenerationDropsWhatIsNowOff(t *testing.T) {
 	}
 	_, err = w.runs.NextGeneration(w.ctx, run.ID)
 	wantErr(t, err, orchestrator.ECONFLICT, "CoinGecko")
-	if _, err := w.runs.CloseRun(w.ctx, run.ID); err != nil {
+	if _, err := w.runs.CloseRun(w.ctx, run.ID, orchestrator.CloseOperator); err != nil {
 		t.Fatal(err)
 	}
 	_, err = w.runs.NextGeneration(w.ctx, run.ID)

@@ -65,6 +65,13 @@ type Config struct {
 
 	// Integrations is which of the integrations' variables are set (not blank).
 	Integrations integrations.Set
+
+	// RunIdle closes a run with no call for this long (GUILDS_RUN_IDLE); RunPickup closes a
+	// schedule-fired run nobody called within it as missed (GUILDS_RUN_PICKUP).
+	RunIdle, RunPickup time.Duration
+	// WebhookAllowPrivate lets webhook URLs reach this box and private, link-local and CGNAT
+	// ranges (GUILDS_WEBHOOK_ALLOW_PRIVATE=true).
+	WebhookAllowPrivate bool
 }
 
 // Sandbox is how the agents' sandboxes run.
@@ -165,6 +172,19 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 	}
 	if c.Sandbox, err = loadSandbox(get); err != nil {
 		return c, err
+	}
+	if c.RunIdle, err = envDuration(get, "GUILDS_RUN_IDLE", 0); err != nil {
+		return c, err
+	}
+	if c.RunPickup, err = envDuration(get, "GUILDS_RUN_PICKUP", 0); err != nil {
+		return c, err
+	}
+	switch v := trimmed("GUILDS_WEBHOOK_ALLOW_PRIVATE"); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	default:
+		return c, fmt.Errorf("GUILDS_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
 	}
 	return c, nil
 }

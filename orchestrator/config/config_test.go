@@ -243,3 +243,41 @@ func TestLoadTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRunEndsAndWebhooks: GUILDS_RUN_IDLE and GUILDS_RUN_PICKUP are durations (unset: 0, the
+// runs' own defaults of 24h and 1h), GUILDS_WEBHOOK_ALLOW_PRIVATE is true or false; anything else
+// stops Load naming the variable and the form it wants.
+func TestLoadRunEndsAndWebhooks(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		idle, pickup time.Duration
+		allowPrivate bool
+		err          string
+	}{
+		{"unset: each part's default", map[string]string{}, 0, 0, false, ""},
+		{"set", map[string]string{"GUILDS_RUN_IDLE": "90m", "GUILDS_RUN_PICKUP": "45s", "GUILDS_WEBHOOK_ALLOW_PRIVATE": "true"}, 90 * time.Minute, 45 * time.Second, true, ""},
+		{"false", map[string]string{"GUILDS_WEBHOOK_ALLOW_PRIVATE": "false"}, 0, 0, false, ""},
+		{"idle not a duration", map[string]string{"GUILDS_RUN_IDLE": "a day"}, 0, 0, false, `GUILDS_RUN_IDLE="a day": want a positive duration`},
+		{"pickup negative", map[string]string{"GUILDS_RUN_PICKUP": "-5m"}, 0, 0, false, `GUILDS_RUN_PICKUP="-5m": want a positive duration`},
+		{"allow yes", map[string]string{"GUILDS_WEBHOOK_ALLOW_PRIVATE": "yes"}, 0, 0, false, `GUILDS_WEBHOOK_ALLOW_PRIVATE="yes": want true or false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			c, err := Load(lookup, "")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RunIdle != tt.idle || c.RunPickup != tt.pickup || c.WebhookAllowPrivate != tt.allowPrivate {
+				t.Fatalf("idle %v pickup %v allow %v, want %v %v %v", c.RunIdle, c.RunPickup, c.WebhookAllowPrivate, tt.idle, tt.pickup, tt.allowPrivate)
+			}
+		})
+	}
+}

@@ -125,3 +125,28 @@ func refuseNUL(c *fiber.Ctx) error {
 	}
 	return c.Next()
 }
+
+// boolQuery reads a true/false query parameter; absent is false.
+func boolQuery(c *fiber.Ctx, name string) (bool, error) {
+	switch v := c.Query(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, orchestrator.Errorf(orchestrator.EINVALID, "%s must be true or false, got %q", name, clipID(v))
+	}
+}
+
+// intQuery reads a whole-number query parameter; absent is 0.
+func intQuery(c *fiber.Ctx, name string) (int64, error) {
+	v := c.Query(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, orchestrator.Errorf(orchestrator.EINVALID, "%s must be a whole number, got %q", name, clipID(v))
+	}
+	return n, nil
+}

@@ -50,29 +50,34 @@ type ScopeStore interface {
 }
 
 // ScopeDeleter deletes an organisation, guild or agent with everything under it (the foreign keys
-// cascade runs, artifacts, connections and bindings), refusing one with an open run (ECONFLICT).
+// cascade runs, artifacts, connections and bindings), refusing one with an open run (ECONFLICT)
+// unless closeRuns (?close_runs=true), which closes the scope's open runs first.
 type ScopeDeleter interface {
-	DeleteOrg(ctx context.Context, id string) error
-	DeleteGuild(ctx context.Context, id string) error
-	DeleteAgent(ctx context.Context, id string) error
+	DeleteOrg(ctx context.Context, id string, closeRuns bool) error
+	DeleteGuild(ctx context.Context, id string, closeRuns bool) error
+	DeleteAgent(ctx context.Context, id string, closeRuns bool) error
 }
 
-// deleteScope deletes the organisation, guild or agent :id and answers {deleted: id}.
+// deleteScope deletes the organisation, guild or agent :id and answers {deleted: id};
+// ?close_runs=true closes its open runs first.
 func (s *Server) deleteScope(level string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		d := s.Scopes
 		if d == nil {
 			return orchestrator.Errorf(orchestrator.EINTERNAL, "this server's scope store cannot delete")
 		}
+		closeRuns, err := boolQuery(c, "close_runs")
+		if err != nil {
+			return err
+		}
 		id, ctx := c.Params("id"), c.UserContext()
-		var err error
 		switch level {
 		case orchestrator.LevelOrg:
-			err = d.DeleteOrg(ctx, id)
+			err = d.DeleteOrg(ctx, id, closeRuns)
 		case orchestrator.LevelGuild:
-			err = d.DeleteGuild(ctx, id)
+			err = d.DeleteGuild(ctx, id, closeRuns)
 		default:
-			err = d.DeleteAgent(ctx, id)
+			err = d.DeleteAgent(ctx, id, closeRuns)
 		}
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ type runBody struct {
 	Kind           string          `json:"kind"`
 	Config         json.RawMessage `json:"config"`
 	ToolCallBudget *int            `json:"tool_call_budget"`
+	GroupMessageID int64           `json:"group_message_id"` // the group message the run answers (kinds group, group_chat)
 }
 
 // runView is a run as the API shows it.
@@ -37,7 +38,7 @@ func (s *Server) startRun(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	run, err := rs.StartRun(c.UserContext(), c.Params("id"), runs.StartRequest{Kind: b.Kind, Config: patch, Budget: b.ToolCallBudget})
+	run, err := rs.StartRun(c.UserContext(), c.Params("id"), runs.StartRequest{Kind: b.Kind, Config: patch, Budget: b.ToolCallBudget, GroupMessageID: b.GroupMessageID})
 	if err != nil {
 		return err
 	}
@@ -54,8 +55,11 @@ func (s *Server) getRun(c *fiber.Ctx) error {
 }
 
 func (s *Server) closeRun(c *fiber.Ctx) error {
-	rs := s.Runs
-	run, err := rs.CloseRun(c.UserContext(), c.Params("id"))
+	reason := orchestrator.CloseOperator
+	if principalOf(c).Runtime() {
+		reason = orchestrator.CloseRuntime
+	}
+	run, err := s.Runs.CloseRun(c.UserContext(), c.Params("id"), reason)
 	if err != nil {
 		return err
 	}

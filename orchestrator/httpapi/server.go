@@ -55,13 +55,17 @@ type Server struct {
 	// single sign-on callback) and the base of the OAuth callback URL; "" the request's own.
 	PublicBaseURL string
 	SSO           SSOService // OpenID Connect single sign-on; nil: off (its routes answer 404)
+
+	Events   EventStream    // the live stream's events; nil: GET /api/events answers 500
+	Webhooks WebhookService // organisations' webhooks and their deliveries; nil: their routes answer 500
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
 type RunService interface {
 	StartRun(ctx context.Context, agentID string, req runs.StartRequest) (orchestrator.Run, error)
 	GetRun(ctx context.Context, id string) (orchestrator.Run, error)
-	CloseRun(ctx context.Context, id string) (orchestrator.Run, error)
+	CloseRun(ctx context.Context, id, reason string) (orchestrator.Run, error)
+	ListRuns(ctx context.Context, q orchestrator.RunQuery) ([]orchestrator.RunSummary, error)
 	Call(ctx context.Context, runID string, req runs.CallRequest) (runs.CallResult, error)
 	ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error)
 	NextGeneration(ctx context.Context, runID string) (runs.Generation, error)
@@ -150,6 +154,8 @@ func New(s *Server) *fiber.App {
 	rs.add("POST", "/runs/:id/close", "closeRun", writeRun(), s.closeRun)
 	rs.add("POST", "/runs/:id/calls", "callTool", writeRun(), s.call)
 	rs.add("GET", "/runs/:id/calls", "listCalls", readRun(), s.listCalls)
+	s.runListRoutes(api)
+	s.eventRoutes(api)
 	s.catalogRoutes(api)
 	s.githubRoutes(api)
 	s.artifactRoutes(api)

@@ -459,7 +459,7 @@ func TestAgentKeysAndRunTokens(t *testing.T) {
 	if _, err := s.Authenticate(ctx(), bearer(key.Key)); code(err) != orchestrator.EUNAUTHORIZED {
 		t.Fatalf("revoked key: %v", err)
 	}
-	if _, err := w.store.CloseRun(ctx(), run.ID, w.clock.Now()); err != nil {
+	if _, err := w.store.CloseRun(ctx(), run.ID, w.clock.Now(), orchestrator.CloseOperator); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

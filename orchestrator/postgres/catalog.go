@@ -401,16 +401,56 @@ func (s *Store) SealedCredentials(ctx context.Context, id string) ([]byte, error
 	return b, nil
 }
 
-// SetConnectionStatus changes a connection's status.
+// SetConnectionStatus changes a connection's status. Only a refusal of its credentials marks a
+// login disconnected (a provider's 401 on its key, a removed GitHub App installation), so moving
+// one there reports connection.disconnected (credentials_refused) in the same transaction.
 func (s *Store) SetConnectionStatus(ctx context.Context, id, status string, now time.Time) (orchestrator.Connection, error) {
-	tag, err := s.pool.Exec(ctx, "UPDATE mcp_connections SET status = $2, updated_at = $3 WHERE id = $1", id, status, now)
+	var c orchestrator.Connection
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var was string
+		if err := tx.QueryRow(ctx, "SELECT status FROM mcp_connections WHERE id = $1 FOR UPDATE", id).Scan(&was); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET status = $2, updated_at = $3 WHERE id = $1", id, status, now); err != nil {
+			return err
+		}
+		var err error
+		if c, err = scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id)); err != nil {
+			return err
+		}
+		if status != orchestrator.ConnDisconnected || was == orchestrator.ConnDisconnected {
+			return nil
+		}
+		return appendEvents(ctx, tx, orchestrator.ConnectionDisconnectedEvent(c, orchestrator.DisconnectCredentialsRefused,
+			"the provider refused the login's stored credentials (a revoked or wrong key, or a removed GitHub App installation); connect it again", now))
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("connection", id)
+	}
 	if err != nil {
-		return orchestrator.Connection{}, fmt.Errorf("set status of %s: %w", id, err)
+		return c, fmt.Errorf("set status of %s: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return orchestrator.Connection{}, notFound("connection", id)
+	return c, nil
+}
+
+// disconnectOAuth marks an OAuth login disconnected in tx (its grant refused) and reports it.
+func disconnectOAuth(ctx context.Context, tx pgx.Tx, id string, now time.Time) error {
+	var was string
+	if err := tx.QueryRow(ctx, "SELECT status FROM mcp_connections WHERE id = $1", id).Scan(&was); err != nil {
+		return err
 	}
-	return s.GetConnection(ctx, id)
+	if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET status = 'disconnected', updated_at = $2 WHERE id = $1", id, now); err != nil {
+		return err
+	}
+	if was == orchestrator.ConnDisconnected {
+		return nil
+	}
+	c, err := scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
+	if err != nil {
+		return err
+	}
+	return appendEvents(ctx, tx, orchestrator.ConnectionDisconnectedEvent(c, orchestrator.DisconnectInvalidGrant,
+		"the authorization server refused to renew the login (invalid_grant); log in again", now))
 }
 
 // SetConnectionSettings replaces a connection's settings (Pinned prices' coins).

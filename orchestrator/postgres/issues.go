@@ -18,14 +18,22 @@ func scanIssue(r pgx.Row) (orchestrator.Issue, error) {
 	return i, err
 }
 
-// CreateIssue files i onto its guild; the guild's organisation is taken from the guild row, and a
-// missing guild is ENOTFOUND.
+// CreateIssue files i onto its guild and reports issue.reported in the same transaction (the
+// call's, for report_issue); the guild's organisation is taken from the guild row, and a missing
+// guild is ENOTFOUND.
 func (s *Store) CreateIssue(ctx context.Context, i orchestrator.Issue) (orchestrator.Issue, error) {
-	row := s.pool.QueryRow(ctx, `INSERT INTO issues (id, org_id, guild_id, agent_id, run_id, kind, message, status, created_at)
-		SELECT $1, g.org_id, g.id, NULLIF($3, ''), (SELECT id FROM runs WHERE id = NULLIF($4, '')), $5, $6, 'open', $7
-		FROM guilds g WHERE g.id = $2
-		RETURNING `+issueColumns, i.ID, i.GuildID, i.AgentID, i.RunID, i.Kind, i.Message, i.CreatedAt)
-	out, err := scanIssue(row)
+	var out orchestrator.Issue
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanIssue(tx.QueryRow(ctx, `INSERT INTO issues (id, org_id, guild_id, agent_id, run_id, kind, message, status, created_at)
+			SELECT $1, g.org_id, g.id, NULLIF($3, ''), (SELECT id FROM runs WHERE id = NULLIF($4, '')), $5, $6, 'open', $7
+			FROM guilds g WHERE g.id = $2
+			RETURNING `+issueColumns, i.ID, i.GuildID, i.AgentID, i.RunID, i.Kind, i.Message, i.CreatedAt))
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, orchestrator.IssueReportedEvent(out))
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, notFound("guild", i.GuildID)
 	}

@@ -227,7 +227,7 @@ func (s *Store) RefreshOAuth(ctx context.Context, connectionID string, fn func(o
 			return nil
 		}
 		if u.Disconnect {
-			if _, err := tx.Exec(ctx, "UPDATE mcp_connections SET status = 'disconnected', updated_at = $2 WHERE id = $1", connectionID, u.Now); err != nil {
+			if err := disconnectOAuth(ctx, tx, connectionID, u.Now); err != nil {
 				return fmt.Errorf("mark %s disconnected: %w", connectionID, err)
 			}
 			return nil

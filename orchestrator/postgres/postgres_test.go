@@ -151,7 +151,7 @@ func TestStoreScopesAndRuns(t *testing.T) {
 	}
 	run.ID, run.ToolCallBudget = "run_2", 5
 	must(t, s.CreateRun(ctx, run))
-	closed, err := s.CloseRun(ctx, "run_2", now)
+	closed, err := s.CloseRun(ctx, "run_2", now, orchestrator.CloseOperator)
 	if err != nil || closed.Status != orchestrator.RunClosed || closed.ClosedAt == nil {
 		t.Fatalf("close: %+v %v", closed, err)
 	}

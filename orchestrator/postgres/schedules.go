@@ -242,19 +242,22 @@ func clipError(s string) string {
 	return s
 }
 
-// ListFirings lists a schedule's firings, newest first: the wake-ups that started a run, and those
-// skipped because its last run was still open.
+// ListFirings lists a schedule's firings, newest first: the wake-ups that started a run (with that
+// run's status and close reason), and those skipped because its last run was still open.
 func (s *Store) ListFirings(ctx context.Context, scheduleID string) ([]orchestrator.ScheduleFiring, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id, schedule_id, instruction, due_at, fired_at, 'started', '' FROM schedule_firings WHERE schedule_id = $1
+	rows, err := s.pool.Query(ctx, `SELECT f.run_id, f.schedule_id, f.instruction, f.due_at, f.fired_at, 'started', '', r.status, coalesce(r.close_reason, '')
+		FROM schedule_firings f JOIN runs r ON r.id = f.run_id WHERE f.schedule_id = $1
 		UNION ALL
-		SELECT '', k.schedule_id, s.instruction, k.due_at, k.skipped_at, 'skipped', k.open_run_id FROM schedule_skips k JOIN schedules s ON s.id = k.schedule_id WHERE k.schedule_id = $1
+		SELECT '', k.schedule_id, s.instruction, k.due_at, k.skipped_at, 'skipped', k.open_run_id, '', '' FROM schedule_skips k JOIN schedules s ON s.id = k.schedule_id WHERE k.schedule_id = $1
 		ORDER BY 5 DESC, 1`, scheduleID)
 	if err != nil {
 		return nil, fmt.Errorf("list firings: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.ScheduleFiring, error) {
 		var f orchestrator.ScheduleFiring
-		return f, r.Scan(&f.RunID, &f.ScheduleID, &f.Instruction, &f.DueAt, &f.FiredAt, &f.Outcome, &f.OpenRunID)
+		err := r.Scan(&f.RunID, &f.ScheduleID, &f.Instruction, &f.DueAt, &f.FiredAt, &f.Outcome, &f.OpenRunID, &f.RunStatus, &f.CloseReason)
+		f.Missed = f.CloseReason == orchestrator.CloseMissed
+		return f, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list firings: %w", err)

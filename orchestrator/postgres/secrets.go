@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,8 +31,28 @@ func (s *Store) PutSealedSecret(ctx context.Context, agentID, name string, seale
 			return notFound("agent", agentID)
 		}
 		out = list[0]
-		_, err = tx.Exec(ctx, "UPDATE secret_requests SET status = 'answered', answered_at = $3 WHERE agent_id = $1 AND name = $2 AND status = 'pending'", agentID, name, at)
-		return err
+		// Each request answered is reported (its name, never the value).
+		rows, err = tx.Query(ctx, `UPDATE secret_requests r SET status = 'answered', answered_at = $3 FROM agents a
+			WHERE r.agent_id = $1 AND r.name = $2 AND r.status = 'pending' AND a.id = r.agent_id
+			RETURNING r.id, r.agent_id, coalesce(r.run_id, ''), r.name, r.reason, r.status, r.created_at, r.answered_at, a.org_id, a.guild_id`, agentID, name, at)
+		if err != nil {
+			return err
+		}
+		var evs []orchestrator.Event
+		_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+			var q orchestrator.SecretRequest
+			c := orchestrator.Chain{Scope: orchestrator.ScopeAgent}
+			if err := r.Scan(&q.ID, &q.AgentID, &q.RunID, &q.Name, &q.Reason, &q.Status, &q.CreatedAt, &q.AnsweredAt, &c.OrgID, &c.GuildID); err != nil {
+				return struct{}{}, err
+			}
+			c.AgentID = q.AgentID
+			evs = append(evs, orchestrator.SecretAnsweredEvent(c, q))
+			return struct{}{}, nil
+		})
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, evs...)
 	})
 	if err != nil {
 		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
@@ -94,16 +115,26 @@ func (s *Store) DeleteSecret(ctx context.Context, agentID, name string) error {
 	return nil
 }
 
-// CreateSecretRequest stores an agent's pending request for a secret.
+// CreateSecretRequest stores an agent's pending request for a secret and reports
+// secret.requested in the same transaction (the call's, for secret_request).
 func (s *Store) CreateSecretRequest(ctx context.Context, r orchestrator.SecretRequest) error {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO secret_requests (id, agent_id, run_id, name, reason, status, created_at)
-		SELECT $1, id, (SELECT id FROM runs WHERE id = NULLIF($3, '')), $4, $5, 'pending', $6 FROM agents WHERE id = $2`,
-		r.ID, r.AgentID, r.RunID, r.Name, r.Reason, r.CreatedAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		c := orchestrator.Chain{Scope: orchestrator.ScopeAgent, AgentID: r.AgentID}
+		err := tx.QueryRow(ctx, `INSERT INTO secret_requests (id, agent_id, run_id, name, reason, status, created_at)
+			SELECT $1, id, (SELECT id FROM runs WHERE id = NULLIF($3, '')), $4, $5, 'pending', $6 FROM agents WHERE id = $2
+			RETURNING coalesce(run_id, ''), (SELECT org_id FROM agents WHERE id = $2), (SELECT guild_id FROM agents WHERE id = $2)`,
+			r.ID, r.AgentID, r.RunID, r.Name, r.Reason, r.CreatedAt).Scan(&r.RunID, &c.OrgID, &c.GuildID)
+		if err != nil {
+			return err
+		}
+		r.Status = orchestrator.SecretRequestPending
+		return appendEvents(ctx, tx, orchestrator.SecretRequestedEvent(c, r))
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("agent", r.AgentID)
+	}
 	if err != nil {
 		return fmt.Errorf("request secret %s: %w", r.Name, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("agent", r.AgentID)
 	}
 	return nil
 }

@@ -236,14 +236,21 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, p orchestrator.Agent
 }
 
 // runColumns is the column list scanRun reads.
-const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at, exploration, state"
+const runColumns = "id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, closed_at, exploration, state, " + triggerColumns
+
+// triggerColumns are the trigger, activity and close columns every run read takes (scanTrigger).
+const triggerColumns = "trigger_type, trigger, active_at, coalesce(close_reason, '')"
 
 // scanRun reads one run row.
 func scanRun(r pgx.Row) (orchestrator.Run, error) {
 	var run orchestrator.Run
-	var cfg, offered, exploration, state []byte
+	var cfg, offered, exploration, state, trigger []byte
 	if err := r.Scan(&run.ID, &run.AgentID, &run.GuildID, &run.OrgID, &run.Kind, &run.Status, &cfg,
-		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt, &exploration, &state); err != nil {
+		&run.ToolCallBudget, &run.ToolCallsUsed, &offered, &run.CreatedAt, &run.ClosedAt, &exploration, &state,
+		&run.Trigger.Type, &trigger, &run.LastActiveAt, &run.CloseReason); err != nil {
+		return run, err
+	}
+	if err := scanTrigger(run.ID, trigger, &run.Trigger); err != nil {
 		return run, err
 	}
 	if state != nil {
@@ -283,11 +290,23 @@ func (s *Store) CreateRun(ctx context.Context, r orchestrator.Run) error {
 			return fmt.Errorf("create run: %w", err)
 		}
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used, offered_tools, created_at, state,
-			token_hash, token_sealed, token_expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt, state,
-		r.TokenHash, r.TokenSealed, r.TokenExpiresAt)
+	if r.Trigger.Type == "" {
+		r.Trigger.Type = orchestrator.TriggerDirect
+	}
+	var trigger []byte
+	if r.Trigger.Type != orchestrator.TriggerDirect {
+		if trigger, err = json.Marshal(r.Trigger); err != nil {
+			return fmt.Errorf("create run: %w", err)
+		}
+	}
+	r.LastActiveAt = r.CreatedAt
+	// The run and its run.started event (never its token), in one statement.
+	_, err = s.pool.Exec(ctx, `WITH run AS (INSERT INTO runs (id, agent_id, guild_id, org_id, kind, status, config, tool_call_budget, tool_calls_used,
+			offered_tools, created_at, state, token_hash, token_sealed, token_expires_at, trigger_type, trigger, active_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $11))
+		`+eventsSQL(18),
+		append([]any{r.ID, r.AgentID, r.GuildID, r.OrgID, r.Kind, r.Status, cfg, r.ToolCallBudget, r.ToolCallsUsed, offered, r.CreatedAt, state,
+			r.TokenHash, r.TokenSealed, r.TokenExpiresAt, r.Trigger.Type, trigger}, eventArgs([]orchestrator.Event{orchestrator.RunStartedEvent(r.Summary())})...)...)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return notFound("agent", r.AgentID)
@@ -310,10 +329,23 @@ func (s *Store) GetRun(ctx context.Context, id string) (orchestrator.Run, error)
 	return r, nil
 }
 
-// CloseRun marks the run closed at the given time (once; a closed run keeps its first closed_at).
-func (s *Store) CloseRun(ctx context.Context, id string, at time.Time) (orchestrator.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET status = 'closed', closed_at = COALESCE(closed_at, $2)
-		WHERE id = $1 RETURNING `+runColumns, id, at))
+// CloseRun marks the run closed at the given time for the reason, and reports run.closed in the
+// same transaction (once: a closed run keeps its first closed_at and reason, and reports nothing).
+func (s *Store) CloseRun(ctx context.Context, id string, at time.Time, reason string) (orchestrator.Run, error) {
+	var r orchestrator.Run
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status string
+		if err := tx.QueryRow(ctx, "SELECT status FROM runs WHERE id = $1 FOR UPDATE", id).Scan(&status); err != nil {
+			return err
+		}
+		var err error
+		r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = 'closed', closed_at = COALESCE(closed_at, $2), close_reason = COALESCE(close_reason, $3)
+			WHERE id = $1 RETURNING `+runColumns, id, at, reason))
+		if err != nil || status != orchestrator.RunOpen {
+			return err
+		}
+		return appendEvents(ctx, tx, orchestrator.RunClosedEvent(r.Summary()))
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFound("run", id)
 	}
@@ -327,7 +359,7 @@ func (s *Store) CloseRun(ctx context.Context, id string, at time.Time) (orchestr
 // transaction: the insert reads the updated row, so when the run is closed or spent neither happens,
 // and a duplicate client call id fails the insert and with it the counter's move.
 const startCallSQL = `WITH bump AS (
-	UPDATE runs SET tool_calls_used = tool_calls_used + 1
+	UPDATE runs SET tool_calls_used = tool_calls_used + 1, active_at = GREATEST(active_at, $7)
 	WHERE id = $1 AND status = 'open' AND tool_calls_used < tool_call_budget
 	RETURNING id, tool_calls_used)
 INSERT INTO tool_calls (run_id, seq, call_id, client_call_id, request_hash, status, name, arguments, result, metadata, is_error, started_at, process_id)

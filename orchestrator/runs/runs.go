@@ -42,6 +42,13 @@ type Service struct {
 	// carry its id, and KeepAlive beats for it. Zero: calls carry none, so any recovery may
 	// interrupt them (one process per database).
 	Process orchestrator.Process
+	// Messages reads the group message a run is started for (group_message_id); nil refuses it.
+	Messages MessageReader
+	// Idle closes a run with no call for this long (GUILDS_RUN_IDLE); 0 means DefaultIdle.
+	Idle time.Duration
+	// Pickup closes a schedule-fired run nobody called within it as missed (GUILDS_RUN_PICKUP); 0
+	// means DefaultPickup.
+	Pickup time.Duration
 
 	mu        sync.Mutex
 	snapshots map[string]orchestrator.Run   // runs as last read (snapshot and status), bounded
@@ -59,6 +66,11 @@ type StartRequest struct {
 	Kind   string
 	Config orchestrator.ConfigPatch // overrides the agent's flags for this run
 	Budget *int                     // tool_call_budget; nil means orchestrator.DefaultToolCallBudget
+	// Schedule is the firing that starts the run (the scheduler's); nil otherwise.
+	Schedule *orchestrator.ScheduleTrigger
+	// GroupMessageID names the message of the agent's guild's group chat the run answers (kinds
+	// group and group_chat); 0 none.
+	GroupMessageID int64
 }
 
 // CallRequest is one tool call as the model made it.
@@ -123,6 +135,10 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 	if err != nil {
 		return orchestrator.Run{}, err
 	}
+	trigger, err := s.trigger(ctx, agent, req)
+	if err != nil {
+		return orchestrator.Run{}, err
+	}
 	cfg := req.Config.Apply(agent.Config)
 	offered, err := s.offer(ctx, OfferInput{RunID: id, Agent: agent, Kind: req.Kind, Config: cfg})
 	if err != nil {
@@ -131,8 +147,9 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 	run := orchestrator.Run{
 		ID: id, AgentID: agent.ID, GuildID: agent.GuildID, OrgID: agent.OrgID,
 		Kind: req.Kind, Status: orchestrator.RunOpen, Config: cfg, ToolCallBudget: budget,
-		OfferedTools: offered, CreatedAt: s.now().Truncate(time.Microsecond),
+		OfferedTools: offered, CreatedAt: s.now().Truncate(time.Microsecond), Trigger: trigger,
 	}
+	run.LastActiveAt = run.CreatedAt
 	if s.State != nil {
 		run.State = s.State.RunState(ctx, agent)
 	}
@@ -150,7 +167,7 @@ func (s *Service) StartRun(ctx context.Context, agentID string, req StartRequest
 		s.addSecrets(run.ID, []string{run.Token}) // the run's redaction masks its own token from its first call
 	}
 	run.TokenHash, run.TokenSealed, run.TokenExpiresAt = nil, nil, nil
-	s.log().Info("run started", "run_id", run.ID, "agent_id", agent.ID, "kind", run.Kind, "offered", len(offered), "budget", budget)
+	s.log().Info("run started", "run_id", run.ID, "agent_id", agent.ID, "kind", run.Kind, "trigger", trigger.Type, "offered", len(offered), "budget", budget)
 	return run, nil
 }
 
@@ -237,14 +254,15 @@ func (s *Service) ListCalls(ctx context.Context, runID string, page orchestrator
 	return s.Runs.ListCalls(ctx, runID, page)
 }
 
-// CloseRun closes a run: it refuses further calls. It waits for the calls in flight to finish.
-func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, error) {
+// CloseRun closes a run for the reason (orchestrator.CloseOperator or CloseRuntime): it refuses
+// further calls. It waits for the calls in flight to finish.
+func (s *Service) CloseRun(ctx context.Context, id, reason string) (orchestrator.Run, error) {
 	if !orchestrator.ValidID(id) {
 		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", id)
 	}
 	unlock := s.exclusive(id)
 	defer unlock()
-	run, err := s.Runs.CloseRun(ctx, id, s.now())
+	run, err := s.Runs.CloseRun(ctx, id, s.now(), reason)
 	if err != nil {
 		return run, err
 	}
@@ -252,7 +270,7 @@ func (s *Service) CloseRun(ctx context.Context, id string) (orchestrator.Run, er
 	delete(s.extras, id)
 	delete(s.snapshots, id)
 	s.mu.Unlock()
-	s.log().Info("run closed", "run_id", id, "calls", run.ToolCallsUsed)
+	s.log().Info("run closed", "run_id", id, "calls", run.ToolCallsUsed, "reason", run.CloseReason)
 	return run, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator"
 	"golang.org/x/sys/unix"
 )
 
@@ -180,15 +181,8 @@ func (s *slirp) stop() {
 func hostFilterTable(gid uint32) string { return fmt.Sprintf("guilds_sandbox_%d", gid) }
 
 // refusedNets are the ranges a sandbox's traffic may not reach unless GUILDS_SANDBOX_ALLOW_NETS
-// opens them: private (10/8, 172.16/12, 192.168/16), CGNAT (100.64/10), link-local (a cloud's
-// instance metadata at 169.254.169.254 among them), IPv4 multicast, unique local (fc00::/7),
-// IPv6 link-local and multicast. Networks beside the host (a VPC, other containers and pods)
-// live there.
-var refusedNets = []netip.Prefix{
-	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("fc00::/7"), netip.MustParsePrefix("fe80::/10"), netip.MustParsePrefix("ff00::/8"),
-}
+// opens them (orchestrator.RefusedNets, which webhooks refuse too).
+var refusedNets = orchestrator.RefusedNets
 
 // egressPolicy is what the sandboxes' traffic may reach: everything but the host's own addresses
 // (always refused) and the refused ranges, except the allowed ones; the resolvers are reachable

@@ -243,6 +243,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 		(&schedules.Scheduler{Store: g.Store, Runs: svc, Log: log}).Run(schedCtx)
 	}()
 	defer func() { stopSched(); <-schedDone }()
+	// The outbox's delivery and the sweep of idle and missed runs, until serve returns.
+	defer startEvents(ctx, pool, g, log)()
 	app := g.App
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()

@@ -92,7 +92,8 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 // start that fails because the run exists (an earlier start of this wake-up wrote it, then the
 // process died before recording the firing) counts as started: one run, never two.
 func (s *Scheduler) start(ctx context.Context, w orchestrator.Wakeup) error {
-	if _, err := s.Runs.StartRun(ctx, w.AgentID, runs.StartRequest{ID: w.RunID, Kind: orchestrator.KindSchedule}); err != nil {
+	if _, err := s.Runs.StartRun(ctx, w.AgentID, runs.StartRequest{ID: w.RunID, Kind: orchestrator.KindSchedule,
+		Schedule: &orchestrator.ScheduleTrigger{ID: w.ScheduleID, Instruction: w.Instruction, DueAt: w.DueAt}}); err != nil {
 		if _, gerr := s.Runs.GetRun(ctx, w.RunID); gerr == nil {
 			s.log().Info("schedule wake-up found its run started already", "schedule_id", w.ScheduleID, "run_id", w.RunID, "due_at", w.DueAt)
 			return nil

@@ -89,7 +89,7 @@ func (w *world) closeRuns() {
 	}
 	rows.Close()
 	for _, id := range ids {
-		_, err := w.svc.CloseRun(w.ctx, id)
+		_, err := w.svc.CloseRun(w.ctx, id, orchestrator.CloseOperator)
 		must(w.t, err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	_ "github.com/guildsai/guilds/orchestrator/connectors/adapters/x"            // registers x
 	"github.com/guildsai/guilds/orchestrator/connectors/github"
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
+	"github.com/guildsai/guilds/orchestrator/events"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/postgres"
@@ -59,6 +60,7 @@ type Graph struct {
 	Registry *registry.Registry
 	Metrics  *Metrics
 	Audit    *identity.Auditor // the audit log's writer, drained by Close
+	Events   *events.Service   // the outbox's delivery and the webhooks; serve runs it
 
 	close []func()
 }
@@ -141,13 +143,17 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		Secrets: orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh, ids),
 		Tokens:  ids,
 		Log:     log,
+		// Runs end: idle ones, and schedule-fired ones nobody picked up.
+		Idle: cfg.RunIdle, Pickup: cfg.RunPickup, Messages: store,
 	}
+	g.Events = &events.Service{Store: store, Box: cat.Box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log}
 	g.Metrics = newMetrics(o.Pool, boxes)
 	g.Runs.Observe = g.Metrics.observeCall
 	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh,
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
-		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log)})
+		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
+		Events: g.Events, Webhooks: g.Events})
 	return g, nil
 }
 
