@@ -243,6 +243,7 @@ var notYetLive = map[string]string{
 	"POST /api/mcp/oauth/github-installation":           "needs the GitHub App fake",
 	"GET /api/mcp/oauth/callback":                       "its success is an HTML page after a real authorization-server exchange (oauth_env_test.go drives it outside env.do)",
 	"GET /metrics":                                      "the httpapi test servers serve no metrics",
+	"GET /api/events":                                   "its success is a stream that stays open (text/event-stream): events_env_test.go reads it with a plain HTTP client on a loopback port, outside env.do",
 }
 
 // unexercised lists the operations that document a success or a refusal no live answer checked,

@@ -31,6 +31,12 @@ import (
 // platform store set; extra registers more tools and may set the run service's secrets source.
 func platformEnv(t *testing.T, set integrations.Set, extra func(*registry.Registry, *postgres.Store, *runs.Service)) *env {
 	t.Helper()
+	return platformEnvWith(t, set, extra, nil)
+}
+
+// platformEnvWith is platformEnv whose server server completes before the API is built.
+func platformEnvWith(t *testing.T, set integrations.Set, extra func(*registry.Registry, *postgres.Store, *runs.Service), server func(*httpapi.Server)) *env {
+	t.Helper()
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
@@ -65,7 +71,11 @@ func platformEnv(t *testing.T, set integrations.Set, extra func(*registry.Regist
 	}
 	cat, policy := catalogFor(t, store, reg, set, log)
 	svc.Offer = policy
-	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, Integrations: set, Log: log}, store))
+	srv := guarded(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, Integrations: set, Log: log}, store)
+	if server != nil {
+		server(srv)
+	}
+	e.app = httpapi.New(srv)
 	return e
 }
 

@@ -121,22 +121,19 @@ func (s *Store) ListDeliveries(ctx context.Context, orgID, webhookID string, q o
 // Redeliver queues the delivery's event again to its webhook as a new delivery, due at once and
 // in no run's order (an operator's resend of an old event must not wait behind newer ones).
 func (s *Store) Redeliver(ctx context.Context, orgID, webhookID string, deliveryID int64, at time.Time) (orchestrator.WebhookDelivery, error) {
-	var id int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO webhook_deliveries (webhook_id, event_id, pos, run_id, next_attempt_at, created_at, redelivery_of)
-		SELECT d.webhook_id, d.event_id, d.pos, NULL, $4, $4, d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.id = $3 AND d.webhook_id = $2 AND w.org_id = $1 RETURNING id`, orgID, webhookID, deliveryID, at).Scan(&id)
+	d, err := scanDelivery(s.pool.QueryRow(ctx, `WITH d AS (
+			INSERT INTO webhook_deliveries (webhook_id, event_id, pos, run_id, next_attempt_at, created_at, redelivery_of)
+			SELECT o.webhook_id, o.event_id, o.pos, NULL, $4, $4, o.id FROM webhook_deliveries o JOIN webhooks w ON w.id = o.webhook_id
+			WHERE o.id = $3 AND o.webhook_id = $2 AND w.org_id = $1 RETURNING *)
+		SELECT `+deliveryColumns+" FROM d JOIN events e ON e.id = d.event_id", orgID, webhookID, deliveryID, at))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return orchestrator.WebhookDelivery{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "delivery %d of webhook %q not found", deliveryID, webhookID)
+		return d, orchestrator.Errorf(orchestrator.ENOTFOUND, "delivery %d of webhook %q not found", deliveryID, webhookID)
 	}
 	if err != nil {
-		return orchestrator.WebhookDelivery{}, fmt.Errorf("redeliver %d: %w", deliveryID, err)
+		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
 	}
 	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", EventsChannel, EventsPlaced); err != nil {
-		return orchestrator.WebhookDelivery{}, fmt.Errorf("announce redelivery %d: %w", id, err)
-	}
-	d, err := scanDelivery(s.pool.QueryRow(ctx, "SELECT "+deliveryColumns+" FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1", id))
-	if err != nil {
-		return d, fmt.Errorf("read delivery %d: %w", id, err)
+		return d, fmt.Errorf("announce redelivery %d: %w", d.ID, err)
 	}
 	return d, nil
 }
