@@ -17,14 +17,14 @@ import (
 
 // Defaults of the Service's knobs.
 const (
-	DefaultRetryBase   = 5 * time.Second  // the wait before a failed delivery's second attempt, doubling after
-	MaxRetryWait       = time.Hour        // the longest wait between two attempts
-	DefaultRetryWindow = 24 * time.Hour   // a delivery not made within this of its event is given up
+	DefaultRetryBase   = 5 * time.Second    // the wait before a failed delivery's second attempt, doubling after
+	MaxRetryWait       = time.Hour          // the longest wait between two attempts
+	DefaultRetryWindow = 24 * time.Hour     // a delivery not made within this of its event is given up
 	DefaultKeep        = 7 * 24 * time.Hour // events and deliveries are kept this long
-	DefaultWorkers     = 16               // deliveries sent at once by one replica
-	AttemptTimeout     = 10 * time.Second // one attempt's limit, connection and answer included
-	pollInterval       = time.Second      // how often the deliverer looks for due retries, notices or not
-	placeBatch         = 500              // events placed per transaction
+	DefaultWorkers     = 16                 // deliveries sent at once by one replica
+	AttemptTimeout     = 10 * time.Second   // one attempt's limit, connection and answer included
+	pollInterval       = time.Second        // how often the deliverer looks for due retries, notices or not
+	placeBatch         = 500                // events placed per transaction
 	pruneEvery         = time.Hour
 )
 
