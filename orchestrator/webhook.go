@@ -118,6 +118,6 @@ type WebhookStore interface {
 	RecordDelivery(ctx context.Context, o DeliveryOutcome) error
 	EventsAfter(ctx context.Context, pos int64, limit int) ([]Event, error)
 	LastEventPos(ctx context.Context) (int64, error)
-	// PruneEvents deletes what is older than before: events and finished deliveries.
+	// PruneEvents deletes the events and deliveries older than before.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
 }

@@ -63,8 +63,11 @@ func (s *Service) deliverLoop(ctx context.Context) {
 		if inflight < workers && ctx.Err() == nil {
 			now := s.now()
 			batch, err := s.Store.ClaimDeliveries(ctx, now, now.Add(2*AttemptTimeout+30*time.Second), workers-inflight)
-			if err != nil && ctx.Err() == nil {
-				s.log().Error("claiming webhook deliveries failed", "err", err.Error())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.claiming.failed(s.log(), "claiming webhook deliveries failed; retrying every second", err)
+			case err == nil:
+				s.claiming.worked(s.log(), "claiming webhook deliveries works again")
 			}
 			for _, d := range batch {
 				inflight++

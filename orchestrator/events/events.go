@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
@@ -54,6 +55,26 @@ type Service struct {
 	mu          sync.Mutex
 	subs        map[chan struct{}]struct{}
 	notices     bool
+	placing     outage
+	claiming    outage
+}
+
+// outage logs a loop's failures once until it works again (a database outage would otherwise
+// log every second).
+type outage struct{ down atomic.Bool }
+
+func (o *outage) failed(log *slog.Logger, msg string, err error) {
+	if o.down.CompareAndSwap(false, true) {
+		log.Error(msg, "err", err.Error())
+		return
+	}
+	log.Debug(msg, "err", err.Error())
+}
+
+func (o *outage) worked(log *slog.Logger, msg string) {
+	if o.down.CompareAndSwap(true, false) {
+		log.Info(msg)
+	}
 }
 
 func (s *Service) init() {
@@ -188,10 +209,11 @@ func (s *Service) place(ctx context.Context) {
 		n, err := s.Store.PlaceEvents(ctx, placeBatch, s.now())
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log().Error("placing events failed", "err", err.Error())
+				s.placing.failed(s.log(), "placing events failed; retrying every second", err)
 			}
 			return
 		}
+		s.placing.worked(s.log(), "placing events works again")
 		if n > 0 {
 			s.placed()
 		}

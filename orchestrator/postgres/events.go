@@ -131,9 +131,10 @@ func (s *Store) LastEventPos(ctx context.Context) (int64, error) {
 }
 
 // PruneEvents deletes the placed events and the deliveries made before before (their deliveries
-// with them), and reports how many events it deleted.
+// with them; a delivery that old is past its retries, or waits for a disabled webhook), and reports
+// how many events it deleted.
 func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM webhook_deliveries WHERE created_at < $1 AND state <> 'pending'", before); err != nil {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM webhook_deliveries WHERE created_at < $1", before); err != nil {
 		return 0, fmt.Errorf("prune webhook deliveries: %w", err)
 	}
 	tag, err := s.pool.Exec(ctx, "DELETE FROM events WHERE created_at < $1 AND pos IS NOT NULL", before)

@@ -32,7 +32,7 @@ func (l Listener) Listen(ctx context.Context, handle func(string), live func(boo
 			return
 		}
 		if l.Log != nil {
-			l.Log.Warn("change notices stopped: reconnecting (credentials are read from the database meanwhile)", "channel", l.Channel, "err", err.Error(), "retry_in", wait.String())
+			l.Log.Warn("change notices stopped: reconnecting (what they announce is read from the database meanwhile)", "channel", l.Channel, "err", err.Error(), "retry_in", wait.String())
 		}
 		select {
 		case <-ctx.Done():

@@ -138,16 +138,16 @@ func (s *Store) Redeliver(ctx context.Context, orgID, webhookID string, delivery
 	return d, nil
 }
 
-// ClaimDeliveries takes up to limit pending deliveries that are due and not held (or whose holder's
-// lease ran out), each the first pending one of its run to its webhook, skipping rows another
+// ClaimDeliveries takes up to limit pending deliveries of enabled webhooks that are due and not
+// held (or whose holder's lease ran out), each the first pending one of its run to its webhook, skipping rows another
 // replica is claiming (FOR UPDATE SKIP LOCKED), and holds them until leaseUntil, counting the attempt.
 func (s *Store) ClaimDeliveries(ctx context.Context, at, leaseUntil time.Time, limit int) ([]orchestrator.ClaimedDelivery, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
-			SELECT d.id FROM webhook_deliveries d
+			SELECT d.id FROM webhook_deliveries d JOIN webhooks h ON h.id = d.webhook_id AND h.enabled
 			WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
 			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.webhook_id = d.webhook_id AND p.run_id = d.run_id
 				AND p.state = 'pending' AND p.pos < d.pos)
-			ORDER BY d.next_attempt_at, d.pos LIMIT $3 FOR UPDATE SKIP LOCKED)
+			ORDER BY d.next_attempt_at, d.pos LIMIT $3 FOR UPDATE OF d SKIP LOCKED)
 		UPDATE webhook_deliveries d SET lease_until = $2, attempts = d.attempts + 1
 		FROM due, webhooks w, events e WHERE d.id = due.id AND w.id = d.webhook_id AND e.id = d.event_id
 		RETURNING d.id, d.webhook_id, w.url, w.secret_sealed, d.attempts, d.created_at,
