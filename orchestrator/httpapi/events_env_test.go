@@ -76,6 +76,7 @@ func newEventsEnv(t *testing.T, o eventsOptions) *eventsEnv {
 		e.evs = &events.Service{Store: e.store, Box: box, AllowPrivate: !o.refusePrivate, Resolver: o.resolver, RetryBase: 100 * time.Millisecond,
 			Log: slog.New(slog.NewJSONHandler(e.deliveries, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 		e.ids = &identity.Service{Store: e.store, Box: box, Bootstrap: token}
+		e.svc.Tokens = e.ids // runs started here answer their own token
 		srv.Events, srv.Webhooks, srv.Identity, srv.Places = e.evs, e.evs, e.ids, e.store
 	})
 	ctx, stop := context.WithCancel(context.Background())
@@ -898,7 +899,8 @@ func TestShutdownEndsStreams(t *testing.T) {
 
 // TestEventStreamShowsWhatThePrincipalMaySee: a guild's viewer sees its guild's events and not
 // another guild's, nor the secret events a viewer may not read; an organisation's operator sees
-// every event of the organisation; an agent's key sees its agent's events only.
+// every event of the organisation; an agent's key sees its agent's events only, a run's token its
+// run's.
 func TestEventStreamShowsWhatThePrincipalMaySee(t *testing.T) {
 	e := newEventsEnv(t, eventsOptions{})
 	ctx := context.Background()
@@ -936,20 +938,29 @@ func TestEventStreamShowsWhatThePrincipalMaySee(t *testing.T) {
 		"key":      openStream(t, base, map[string]string{"Authorization": "Bearer " + key.Key}),
 	}
 
-	r1 := e.run(mine["id"].(string), map[string]any{"kind": "direct"}) // my agent: all three
-	r2 := e.run(sibling, map[string]any{"kind": "direct"})             // my guild: viewer and operator
-	r3 := e.run(theirs, map[string]any{"kind": "direct"})              // another guild: the operator
+	started := e.must(201, "POST", "/api/agents/"+mine["id"].(string)+"/runs", map[string]any{"kind": "direct"}) // my agent: all of them
+	r1 := started["id"].(string)
+	// The run's own token follows that run only (from the stream's start: after=0).
+	streams["run token"] = openStream(t, base+"?after=0", map[string]string{"Authorization": "Bearer " + started["token"].(string)})
+	r2 := e.run(sibling, map[string]any{"kind": "direct"}) // my guild: viewer and operator
+	r3 := e.run(theirs, map[string]any{"kind": "direct"})  // another guild: the operator
 	e.must(200, "POST", "/api/runs/"+r1+"/calls", map[string]any{"name": "secret_request", "arguments": map[string]any{"name": "DEPLOY_KEY", "reason": "to deploy"}})
-	last := e.run(mine["id"].(string), map[string]any{"kind": "direct"}) // the end marker everyone sees
+	last := e.run(mine["id"].(string), map[string]any{"kind": "direct"}) // the end marker of the others
+	e.must(200, "POST", "/api/runs/"+r1+"/close", nil)                    // the run token's end marker
 
 	want := map[string][]string{
-		"viewer":   {"run.started " + r1, "run.started " + r2, "run.started " + last},
-		"operator": {"run.started " + r1, "run.started " + r2, "run.started " + r3, "secret.requested " + r1, "run.started " + last},
-		"key":      {"run.started " + r1, "secret.requested " + r1, "run.started " + last},
+		"viewer":    {"run.started " + r1, "run.started " + r2, "run.started " + last},
+		"operator":  {"run.started " + r1, "run.started " + r2, "run.started " + r3, "secret.requested " + r1, "run.started " + last},
+		"key":       {"run.started " + r1, "secret.requested " + r1, "run.started " + last},
+		"run token": {"run.started " + r1, "secret.requested " + r1, "run.closed " + r1},
 	}
 	for who, s := range streams {
 		var got []string
-		for len(got) == 0 || got[len(got)-1] != "run.started "+last {
+		end := "run.started " + last
+		if who == "run token" {
+			end = "run.closed " + r1
+		}
+		for len(got) == 0 || got[len(got)-1] != end {
 			ev := s.next(t)
 			run := ev.Event["data"].(map[string]any)
 			if r, ok := run["run"].(map[string]any); ok {
