@@ -946,7 +946,7 @@ func TestEventStreamShowsWhatThePrincipalMaySee(t *testing.T) {
 	r3 := e.run(theirs, map[string]any{"kind": "direct"})  // another guild: the operator
 	e.must(200, "POST", "/api/runs/"+r1+"/calls", map[string]any{"name": "secret_request", "arguments": map[string]any{"name": "DEPLOY_KEY", "reason": "to deploy"}})
 	last := e.run(mine["id"].(string), map[string]any{"kind": "direct"}) // the end marker of the others
-	e.must(200, "POST", "/api/runs/"+r1+"/close", nil)                    // the run token's end marker
+	e.must(200, "POST", "/api/runs/"+r1+"/close", nil)                   // the run token's end marker
 
 	want := map[string][]string{
 		"viewer":    {"run.started " + r1, "run.started " + r2, "run.started " + last},

@@ -145,7 +145,7 @@ func TestAccountsMembersAndSessions(t *testing.T) {
 	// The viewer of guild A1 reads the guild, not the org's own objects, and cannot write.
 	vs := e.signIn("viewer@example.com", password)
 	e.expect(200, vs, "GET", "/api/guilds/"+guildA, nil)
-	e.expect(200, vs, "GET", "/api/orgs/"+orgA, nil) // its organisation, as the place its guild sits
+	e.expect(200, vs, "GET", "/api/orgs/"+orgA, nil)          // its organisation, as the place its guild sits
 	e.expect(403, vs, "GET", "/api/orgs/"+orgA+"/notes", nil) // its org is in reach; the org's own notes need a role there
 	e.expect(403, vs, "POST", "/api/guilds/"+guildA+"/agents", map[string]any{"name": "Nope"})
 	e.expect(403, vs, "PUT", "/api/guilds/"+guildA+"/members/"+owner["id"].(string), map[string]any{"role": "viewer"})
