@@ -178,13 +178,15 @@ func (c Connection) Owner() Chain {
 	return Chain{Scope: c.Scope, OrgID: c.OrgID, GuildID: c.GuildID, AgentID: c.AgentID}
 }
 
-// Binding is one row: at this scope, this catalog item is on or off (and for mcp, through which login).
+// Binding is one row: at this scope, this catalog item is on or off (and for mcp, through which
+// login); a native_tool or mcp_tool row that is on may ask: each call waits for an operator's approval.
 type Binding struct {
 	Scope        string    `json:"scope"`
 	ScopeID      string    `json:"scope_id"`
 	CatalogKind  string    `json:"catalog_kind"`
 	CatalogID    string    `json:"catalog_id"`
 	Enabled      bool      `json:"enabled"`
+	Ask          bool      `json:"ask,omitempty"` // Ask: on, with an operator's approval of each call
 	ConnectionID string    `json:"connection_id,omitempty"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }

@@ -315,6 +315,7 @@ const (
 	ObjectConnection = "connection"
 	ObjectArtifact   = "artifact" // a collection or a note
 	ObjectIssue      = "issue"
+	ObjectApproval   = "approval" // an approval request, placed at its agent
 )
 
 // Placer places an object: the chain of the scope it belongs to, and its run when it is one. An

@@ -105,7 +105,7 @@ func floor(r string) string {
 		return "rules"
 	case "config":
 		return "config"
-	case "runs", "bindings", "catalog", "events":
+	case "runs", "bindings", "catalog", "events", "approvals":
 		return "core"
 	case "identity":
 		return "identity"

@@ -74,6 +74,7 @@ type OfferedTool struct {
 	Server       string          `json:"server,omitempty"`        // MCP tools: the catalog slug
 	ConnectionID string          `json:"connection_id,omitempty"` // MCP tools: the login the call uses
 	RemoteName   string          `json:"remote_name,omitempty"`   // MCP tools: the name on the server
+	Ask          bool            `json:"ask,omitempty"`           // resolved Ask: each call waits for an operator's approval
 }
 
 // Run is one agent run: the snapshot of what it may do and how many calls it has left.

@@ -24,11 +24,12 @@ type Access struct {
 type NativeAccess struct {
 	Name      string `json:"name"`
 	Family    string `json:"family"`
-	Group     string `json:"group"`      // the Tools view's group, e.g. Secrets for secret_store and secret_request
-	Binding   bool   `json:"binding"`    // decided by bindings (false: by the run's flags, or always offered)
-	Enabled   bool   `json:"enabled"`    // what the walk resolves to (bindings only)
-	DecidedBy string `json:"decided_by"` // the scope of the deciding row, "" when no row decides (disabled)
-	Offered   bool   `json:"offered"`    // offered on a direct run here, after the rules
+	Group     string `json:"group"`         // the Tools view's group, e.g. Secrets for secret_store and secret_request
+	Binding   bool   `json:"binding"`       // decided by bindings (false: by the run's flags, or always offered)
+	Enabled   bool   `json:"enabled"`       // what the walk resolves to (bindings only)
+	Ask       bool   `json:"ask,omitempty"` // resolved Ask: each call waits for an operator's approval
+	DecidedBy string `json:"decided_by"`    // the scope of the deciding row, "" when no row decides (disabled)
+	Offered   bool   `json:"offered"`       // offered on a direct run here, after the rules
 	Reason    string `json:"reason,omitempty"`
 }
 
@@ -56,7 +57,8 @@ type ServerAccess struct {
 type ToolAccess struct {
 	Name      string `json:"name"`
 	Enabled   bool   `json:"enabled"`
-	Overlay   string `json:"overlay"`
+	Ask       bool   `json:"ask,omitempty"` // resolved Ask: each call waits for an operator's approval
+	Overlay   string `json:"overlay"`       // inherit, on, ask or off
 	DecidedBy string `json:"decided_by"`
 }
 
@@ -121,7 +123,7 @@ func nativeAccess(ix index, rules runs.DefaultOffer, in runs.OfferInput, t regis
 	na := NativeAccess{Name: t.Name, Family: t.Family, Group: catalog.Group(t.Family), Binding: binding}
 	if na.Binding {
 		st := ix.walk(orchestrator.CatalogNativeTool, t.Name)
-		na.Enabled, na.DecidedBy = st.Enabled, st.DecidedBy
+		na.Enabled, na.Ask, na.DecidedBy = st.Enabled, st.Ask, st.DecidedBy
 		if !st.Enabled {
 			na.Reason = "no binding enables it at this scope or above"
 			if st.DecidedBy != "" {
@@ -176,7 +178,7 @@ func serverAccess(ix index, res orchestrator.Resolution, srv orchestrator.MCPSer
 	}
 	for n := range names {
 		ts := WalkTool(st, ix[key{orchestrator.CatalogMCPTool, n}])
-		sa.Tools = append(sa.Tools, ToolAccess{Name: n, Enabled: ts.Enabled, Overlay: ts.Overlay, DecidedBy: ts.DecidedBy})
+		sa.Tools = append(sa.Tools, ToolAccess{Name: n, Enabled: ts.Enabled, Ask: ts.Ask, Overlay: ts.Overlay, DecidedBy: ts.DecidedBy})
 	}
 	sort.Slice(sa.Tools, func(i, j int) bool { return sa.Tools[i].Name < sa.Tools[j].Name })
 	return sa

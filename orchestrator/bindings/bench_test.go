@@ -67,9 +67,9 @@ func BenchmarkRunOffer(b *testing.B) {
 	}
 	in := runs.OfferInput{Agent: agent, Kind: orchestrator.KindDirect, Config: agent.Config}
 	all := reg.List()
-	nat, mcp, err := w.policy.OfferWithMCP(ctx, in, all)
-	if err != nil || len(nat) != 60 || len(mcp) != 5*20-5-1 {
-		b.Fatalf("offer: %d native, %d MCP, %v", len(nat), len(mcp), err)
+	offer, err := w.policy.OfferWithMCP(ctx, in, all)
+	if err != nil || len(offer.Native) != 60 || len(offer.MCP) != 5*20-5-1 {
+		b.Fatalf("offer: %d native, %d MCP, %v", len(offer.Native), len(offer.MCP), err)
 	}
 
 	const runsEach = 60
@@ -82,7 +82,7 @@ func BenchmarkRunOffer(b *testing.B) {
 	}
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
-		offer := measure(func() error { _, _, err := w.policy.OfferWithMCP(ctx, in, all); return err })
+		offer := measure(func() error { _, err := w.policy.OfferWithMCP(ctx, in, all); return err })
 		start := measure(func() error {
 			_, err := w.runs.StartRun(ctx, "a1", runs.StartRequest{Kind: orchestrator.KindDirect})
 			return err

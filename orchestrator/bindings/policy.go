@@ -88,42 +88,52 @@ func AgentChain(a orchestrator.Agent) orchestrator.Chain {
 
 // Offer returns the native tools the run offers.
 func (p *Policy) Offer(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, error) {
-	native, _, err := p.OfferWithMCP(ctx, in, tools)
-	return native, err
+	o, err := p.OfferWithMCP(ctx, in, tools)
+	return o.Native, err
 }
 
-// OfferWithMCP returns the native tools and the MCP tools the run offers.
-func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
+// OfferWithMCP returns the native tools and the MCP tools the run offers, and which of them ask.
+func (p *Policy) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) (runs.Offer, error) {
 	res, err := p.Store.Resolution(ctx, AgentChain(in.Agent))
 	if err != nil {
-		return nil, nil, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
+		return runs.Offer{}, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
 	}
 	ix := newIndex(res.Rows)
 	if p.relist(ctx, ix, res) {
 		if res, err = p.Store.Resolution(ctx, AgentChain(in.Agent)); err != nil {
-			return nil, nil, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
+			return runs.Offer{}, fmt.Errorf("resolve bindings of agent %s: %w", in.Agent.ID, err)
 		}
 		ix = newIndex(res.Rows)
 	}
 	p.keep(in.Agent.ID, res)
-	var native []registry.Tool
+	var out runs.Offer
 	for _, t := range tools {
 		if t.Family == orchestrator.FamilyAlways {
 			continue // offered by runs whatever the policy says
 		}
-		if catalog.IsBindingFamily(t.Family) && !ix.walk(orchestrator.CatalogNativeTool, t.Name).Enabled {
-			continue
+		ask := false
+		if catalog.IsBindingFamily(t.Family) {
+			st := ix.walk(orchestrator.CatalogNativeTool, t.Name)
+			if !st.Enabled {
+				continue
+			}
+			ask = st.Ask
 		}
 		if p.Rules.Why(in, t) != "" {
 			continue
 		}
-		native = append(native, t)
+		out.Native = append(out.Native, t)
+		if ask {
+			if out.Ask == nil {
+				out.Ask = map[string]bool{}
+			}
+			out.Ask[t.Name] = true
+		}
 	}
-	mcp, err := p.mcpOffer(ix, res, in.Agent)
-	if err != nil {
-		return nil, nil, err
+	if out.MCP, err = p.mcpOffer(ix, res, in.Agent); err != nil {
+		return runs.Offer{}, err
 	}
-	return native, mcp, nil
+	return out, nil
 }
 
 // relist relists, before the offer is decided, every connected remote login of an enabled server
@@ -192,11 +202,12 @@ func (p *Policy) mcpOffer(ix index, res orchestrator.Resolution, agent orchestra
 			continue
 		}
 		for _, t := range conn.Tools {
-			if !WalkTool(st, ix[key{orchestrator.CatalogMCPTool, t.Name}]).Enabled {
+			ts := WalkTool(st, ix[key{orchestrator.CatalogMCPTool, t.Name}])
+			if !ts.Enabled {
 				continue
 			}
 			out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: t.OfferedSchema,
-				Server: slug, ConnectionID: conn.ID, RemoteName: t.RemoteName})
+				Server: slug, ConnectionID: conn.ID, RemoteName: t.RemoteName, Ask: ts.Ask})
 		}
 	}
 	if len(disconnected) > 0 {

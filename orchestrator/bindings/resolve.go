@@ -10,20 +10,23 @@ import "github.com/guildsai/guilds/orchestrator"
 type Row struct {
 	Scope        string
 	Enabled      bool
+	Ask          bool   // native_tool and mcp_tool rows that are on: each call waits for an operator's approval
 	ConnectionID string // mcp rows only; "" keeps the current connection
 }
 
 // State is what the walk resolves a catalog item to.
 type State struct {
 	Enabled        bool
+	Ask            bool   // enabled with an operator's approval of each call (Ask)
 	ConnectionID   string // the current connection (mcp)
 	DecidedBy      string // scope of the last present row; "" for the empty chain
 	ConnectionFrom string // scope whose row set the connection
 }
 
 // Walk resolves rows by walking platform, organisation, guild, agent: each present row replaces
-// enabled and, when it carries a connection, the current connection; an absent row leaves the
-// state; the empty chain is disabled. Rows may come in any order; a scope has at most one row.
+// enabled and ask (so a row without ask below an Ask row is plainly On) and, when it carries a
+// connection, the current connection; an absent row leaves the state; the empty chain is
+// disabled. Rows may come in any order; a scope has at most one row.
 func Walk(rows []Row) State {
 	var st State
 	for _, scope := range orchestrator.Scopes {
@@ -31,7 +34,7 @@ func Walk(rows []Row) State {
 			if r.Scope != scope {
 				continue
 			}
-			st.Enabled, st.DecidedBy = r.Enabled, scope
+			st.Enabled, st.Ask, st.DecidedBy = r.Enabled, r.Enabled && r.Ask, scope
 			if r.ConnectionID != "" {
 				st.ConnectionID, st.ConnectionFrom = r.ConnectionID, scope
 			}
@@ -45,29 +48,36 @@ const (
 	OverlayInherit = "inherit" // no mcp_tool row in the chain: the tool follows its server
 	OverlayOn      = "on"
 	OverlayOff     = "off"
+	OverlayAsk     = "ask" // on, with an operator's approval of each call
 )
 
 // ToolState is what one listed MCP tool resolves to.
 type ToolState struct {
 	Enabled   bool
-	Overlay   string // inherit, on or off: the walked overlay
+	Ask       bool   // enabled with an operator's approval of each call
+	Overlay   string // inherit, on, ask or off: the walked overlay
 	DecidedBy string // the scope whose row decided: the overlay's, or the server's when it is off or inherited
 }
 
 // WalkTool resolves a listed tool: its overlay rows walk the same chain; with no overlay the tool
-// inherits the server grant; an overlay On does not punch through a server that is Off.
+// inherits the server grant (which never asks); an overlay On or Ask does not punch through a
+// server that is Off.
 func WalkTool(server State, overlay []Row) ToolState {
 	o := Walk(overlay)
 	ts := ToolState{Enabled: server.Enabled, Overlay: OverlayInherit, DecidedBy: server.DecidedBy}
 	if o.DecidedBy == "" {
 		return ts
 	}
-	ts.Overlay = OverlayOff
-	if o.Enabled {
+	switch {
+	case o.Ask:
+		ts.Overlay = OverlayAsk
+	case o.Enabled:
 		ts.Overlay = OverlayOn
+	default:
+		ts.Overlay = OverlayOff
 	}
 	if server.Enabled {
-		ts.Enabled, ts.DecidedBy = o.Enabled, o.DecidedBy
+		ts.Enabled, ts.Ask, ts.DecidedBy = o.Enabled, o.Ask, o.DecidedBy
 	}
 	return ts
 }
@@ -99,7 +109,7 @@ func newIndex(rows []orchestrator.Binding) index {
 	ix := make(index, len(rows))
 	for _, b := range rows {
 		k := key{b.CatalogKind, b.CatalogID}
-		ix[k] = append(ix[k], Row{Scope: b.Scope, Enabled: b.Enabled, ConnectionID: b.ConnectionID})
+		ix[k] = append(ix[k], Row{Scope: b.Scope, Enabled: b.Enabled, Ask: b.Ask, ConnectionID: b.ConnectionID})
 	}
 	return ix
 }

@@ -63,6 +63,7 @@ type BindingRequest struct {
 	CatalogKind  string `json:"catalog_kind"`
 	CatalogID    string `json:"catalog_id"`
 	Enabled      *bool  `json:"enabled,omitempty"`
+	Ask          *bool  `json:"ask,omitempty"` // with enabled true on a native_tool or mcp_tool row: each call waits for an operator's approval
 	ConnectionID string `json:"connection_id,omitempty"`
 }
 
@@ -75,6 +76,13 @@ func (s *Service) PutBinding(ctx context.Context, req BindingRequest) (orchestra
 	}
 	if req.Enabled == nil {
 		return orchestrator.Binding{}, orchestrator.Errorf(orchestrator.EINVALID, "enabled is required: true turns %s on at this scope, false turns it off", req.CatalogID)
+	}
+	ask := req.Ask != nil && *req.Ask
+	if ask && req.CatalogKind != orchestrator.CatalogNativeTool && req.CatalogKind != orchestrator.CatalogMCPTool {
+		return orchestrator.Binding{}, orchestrator.Errorf(orchestrator.EINVALID, "ask is for a native_tool or mcp_tool binding, not %s: to have a server's tools ask, put an mcp_tool row with ask true for each tool", req.CatalogKind)
+	}
+	if ask && !*req.Enabled {
+		return orchestrator.Binding{}, orchestrator.Errorf(orchestrator.EINVALID, "ask needs enabled true: Ask is On with an operator's approval of each call; to turn %s off, send enabled false without ask", req.CatalogID)
 	}
 	if req.ConnectionID != "" && req.CatalogKind != orchestrator.CatalogMCP {
 		return orchestrator.Binding{}, orchestrator.Errorf(orchestrator.EINVALID, "only mcp bindings carry a connection_id; a %s binding never does", req.CatalogKind)
@@ -95,11 +103,11 @@ func (s *Service) PutBinding(ctx context.Context, req BindingRequest) (orchestra
 		return orchestrator.Binding{}, err
 	}
 	b, err := s.Store.PutBinding(ctx, at, orchestrator.Binding{Scope: at.Scope, ScopeID: at.ID(), CatalogKind: req.CatalogKind,
-		CatalogID: req.CatalogID, Enabled: *req.Enabled, ConnectionID: req.ConnectionID, UpdatedAt: s.now()})
+		CatalogID: req.CatalogID, Enabled: *req.Enabled, Ask: ask, ConnectionID: req.ConnectionID, UpdatedAt: s.now()})
 	if err != nil {
 		return b, err
 	}
-	s.log().Info("binding written", "scope", b.Scope, "scope_id", b.ScopeID, "kind", b.CatalogKind, "id", b.CatalogID, "enabled", b.Enabled, "connection_id", b.ConnectionID)
+	s.log().Info("binding written", "scope", b.Scope, "scope_id", b.ScopeID, "kind", b.CatalogKind, "id", b.CatalogID, "enabled", b.Enabled, "ask", b.Ask, "connection_id", b.ConnectionID)
 	return b, nil
 }
 
@@ -109,7 +117,7 @@ func (s *Service) DeleteBinding(ctx context.Context, req BindingRequest) error {
 	if err != nil {
 		return err
 	}
-	if req.Enabled != nil || req.ConnectionID != "" {
+	if req.Enabled != nil || req.Ask != nil || req.ConnectionID != "" {
 		return orchestrator.Errorf(orchestrator.EINVALID, "DELETE /api/bindings takes only scope, scope_id, catalog_kind and catalog_id")
 	}
 	return s.Store.DeleteBinding(ctx, at, req.CatalogKind, req.CatalogID)

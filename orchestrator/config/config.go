@@ -51,6 +51,8 @@ type Config struct {
 	// server keeps reporting progress (not under MCPCallTimeout when both are set).
 	MCPCallTimeout, MCPCallMax time.Duration
 
+	ApprovalWait time.Duration // GUILDS_APPROVAL_WAIT: how long a call of an Ask tool waits for an operator's decision (0: approvals' default, 5m)
+
 	SessionIdle time.Duration // GUILDS_SESSION_IDLE: a sign-in session unused this long ends (0: identity's default, 12h)
 	SessionMax  time.Duration // GUILDS_SESSION_MAX: a sign-in session ends this long after it began (0: 7 days)
 
@@ -153,6 +155,9 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 		return c, err
 	}
 	if c.MCPListTTL, err = envDuration(get, "GUILDS_MCP_LIST_TTL", 0); err != nil {
+		return c, err
+	}
+	if c.ApprovalWait, err = envDuration(get, "GUILDS_APPROVAL_WAIT", 0); err != nil {
 		return c, err
 	}
 	if c.SessionIdle, err = envDuration(get, "GUILDS_SESSION_IDLE", 0); err != nil {

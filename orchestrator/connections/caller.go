@@ -341,6 +341,28 @@ func (r *Caller) CallMCP(ctx context.Context, run orchestrator.Run, t orchestrat
 	return r.Client.CallTool(ctx, login, row.Tool, args)
 }
 
+// CheckMCPArgs checks a call's arguments against the listed schema of an offered MCP tool as a
+// call would, without calling it (a call of a tool resolved Ask checks before it asks): nil, an
+// *registry.ArgsError, or why the tool cannot be called now.
+func (r *Caller) CheckMCPArgs(ctx context.Context, t orchestrator.OfferedTool, args json.RawMessage) error {
+	row, err := r.Store.MCPLogin(ctx, t.ConnectionID, t.RemoteName)
+	if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+		return fmt.Errorf("%s cannot be called: its login %s was deleted after the run started", t.Name, t.ConnectionID)
+	}
+	if err != nil {
+		return err
+	}
+	clear(row.Sealed)
+	if err := r.callable(row, t.Name, t.ConnectionID); err != nil {
+		return err
+	}
+	if row.Tool.Name == "" {
+		return fmt.Errorf("%s cannot be called: %s no longer lists %s (its list was refreshed after the run started)", t.Name, row.Server.Name, t.RemoteName)
+	}
+	_, err = checkedArgs(row.Tool, args)
+	return err
+}
+
 // callable says why a login's tools cannot be called now (nil when they can).
 func (r *Caller) callable(row orchestrator.MCPLogin, name, connectionID string) error {
 	switch {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/approvals"
 	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/identity"
@@ -62,6 +63,9 @@ type env struct {
 	ids   *identity.Service // who is calling: the test token is the bootstrap admin token
 	audit *identity.Auditor // the audit log's writer
 	store *postgres.Store
+	// approvals holds what calls of Ask tools wait for; a test may set its Wait before its first call.
+	approvals *approvals.Service
+	runs      *runs.Service // the API's run service, for a call a test makes directly
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -160,10 +164,19 @@ func newEnv(t *testing.T, set integrations.Set) *env {
 	audited := make(chan struct{})
 	go func() { defer close(audited); e.audit.Run(actx, 5*time.Second) }()
 	t.Cleanup(func() { stopAudit(); <-audited })
+	e.approvals = &approvals.Service{Store: store, Log: log}
+	lctx, stopListen := context.WithCancel(context.Background())
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		e.approvals.Listen(lctx, postgres.Listener{Pool: e.pool, Channel: postgres.ApprovalsChannel, Log: log})
+	}()
+	t.Cleanup(func() { e.approvals.Stop(); stopListen(); <-listened })
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
-		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids)}
+		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids), Approvals: e.approvals}
+	e.runs = svc
 	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
-		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit})
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals})
 	return e
 }
 

@@ -58,6 +58,8 @@ type Server struct {
 
 	Events   EventStream    // the live stream's events; nil: GET /api/events answers 500
 	Webhooks WebhookService // organisations' webhooks and their deliveries; nil: their routes answer 500
+	// Approvals lists and decides the requests calls of Ask tools wait for; nil: its routes answer 500.
+	Approvals ApprovalService
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
@@ -162,6 +164,7 @@ func New(s *Server) *fiber.App {
 	s.platformRoutes(api)
 	s.identityRoutes(api)
 	s.ssoRoutes(api)
+	s.approvalRoutes(api)
 	// An unknown /api route answers 404 only to a caller with a credential: nobody maps the API
 	// without one.
 	api.Use(func(c *fiber.Ctx) error {

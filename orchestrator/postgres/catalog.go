@@ -514,10 +514,10 @@ func (s *Store) ConnectionsListing(ctx context.Context, name string) ([]orchestr
 // PutBinding inserts or replaces the row at the chain's own scope.
 func (s *Store) PutBinding(ctx context.Context, at orchestrator.Chain, b orchestrator.Binding) (orchestrator.Binding, error) {
 	org, guild, agent := ownerColumns(at)
-	err := s.pool.QueryRow(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
-		ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = EXCLUDED.enabled, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at
-		RETURNING updated_at`, at.Scope, at.ID(), b.CatalogKind, b.CatalogID, b.Enabled, nullable(b.ConnectionID), org, guild, agent, b.UpdatedAt).Scan(&b.UpdatedAt)
+	err := s.pool.QueryRow(ctx, `INSERT INTO bindings (scope, scope_id, catalog_kind, catalog_id, enabled, connection_id, org_id, guild_id, agent_id, created_at, updated_at, ask)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11)
+		ON CONFLICT (scope, scope_id, catalog_kind, catalog_id) DO UPDATE SET enabled = EXCLUDED.enabled, ask = EXCLUDED.ask, connection_id = EXCLUDED.connection_id, updated_at = EXCLUDED.updated_at
+		RETURNING updated_at`, at.Scope, at.ID(), b.CatalogKind, b.CatalogID, b.Enabled, nullable(b.ConnectionID), org, guild, agent, b.UpdatedAt, b.Ask).Scan(&b.UpdatedAt)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return b, orchestrator.Errorf(orchestrator.ENOTFOUND, "the connection or scope of this binding was deleted meanwhile; nothing was written")
@@ -541,11 +541,11 @@ func (s *Store) DeleteBinding(ctx context.Context, at orchestrator.Chain, kind, 
 	return nil
 }
 
-const bindingColumns = "scope, scope_id, catalog_kind, catalog_id, enabled, COALESCE(connection_id, ''), updated_at"
+const bindingColumns = "scope, scope_id, catalog_kind, catalog_id, enabled, ask, COALESCE(connection_id, ''), updated_at"
 
 func scanBinding(r pgx.Row) (orchestrator.Binding, error) {
 	var b orchestrator.Binding
-	err := r.Scan(&b.Scope, &b.ScopeID, &b.CatalogKind, &b.CatalogID, &b.Enabled, &b.ConnectionID, &b.UpdatedAt)
+	err := r.Scan(&b.Scope, &b.ScopeID, &b.CatalogKind, &b.CatalogID, &b.Enabled, &b.Ask, &b.ConnectionID, &b.UpdatedAt)
 	return b, err
 }
 

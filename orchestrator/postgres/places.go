@@ -16,9 +16,10 @@ var placeQueries = map[string]string{
 	orchestrator.ObjectConnection: "SELECT scope, org_id, guild_id, agent_id, '' FROM mcp_connections WHERE id = $1",
 	orchestrator.ObjectArtifact:   "SELECT level, org_id, CASE WHEN level = 'org' THEN NULL ELSE guild_id END, agent_id, '' FROM artifacts WHERE id = $1",
 	orchestrator.ObjectIssue:      "SELECT 'guild', org_id, guild_id, NULL, '' FROM issues WHERE id = $1",
+	orchestrator.ObjectApproval:   "SELECT 'agent', org_id, guild_id, agent_id, '' FROM approvals WHERE id = $1",
 }
 
-// Place places an organisation, guild, agent, run, connection, artifact or issue.
+// Place places an organisation, guild, agent, run, connection, artifact, issue or approval request.
 func (s *Store) Place(ctx context.Context, kind, id string) (orchestrator.Chain, string, error) {
 	switch kind {
 	case orchestrator.ObjectOrg, orchestrator.ObjectGuild, orchestrator.ObjectAgent:

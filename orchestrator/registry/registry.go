@@ -158,6 +158,21 @@ func (r *Registry) List() []Tool {
 	return out
 }
 
+// Check validates args against the named tool's schema as Invoke does, without running it: nil,
+// or an *ArgsError listing every problem. Empty args are taken as {}.
+func (r *Registry) Check(name string, args json.RawMessage) error {
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	if len(trimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return validate(e.schema, args)
+}
+
 // Invoke validates call.Args against the tool's schema (every problem named, in one error of type
 // *ArgsError), runs the handler with panics recovered (a panic becomes a *PanicError), and returns
 // the raw result. A handler error or panic is returned as error; the caller renders "ERROR: <message>".

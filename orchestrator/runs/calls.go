@@ -50,8 +50,8 @@ func (s *Service) addSecrets(runID string, vals []string) {
 // maxClientCallID bounds a client's call id.
 const maxClientCallID = 200
 
-// Call carries one tool call of a run: record it as started, invoke, stamp, record it as completed,
-// answer. A tool failure (bad arguments, a tool the run does not offer, a handler error or panic)
+// Call carries one tool call of a run: record it as started, wait for an operator's approval when
+// the tool is resolved Ask, invoke, stamp, record it as completed, answer. A tool failure (bad arguments, a tool the run does not offer, a handler error or panic)
 // is a stored "ERROR: ..." result, since the model must see it; a run that is closed or out of
 // budget is refused with ECONFLICT and nothing is stored, and so is a name or an argument holding a
 // NUL character (EINVALID naming the argument), which no command or stored text can carry. The
@@ -187,7 +187,8 @@ func truncate(s string, n int) string {
 
 // call runs one new call under the run's gate.
 func (s *Service) call(ctx context.Context, runID string, req CallRequest, args json.RawMessage, hash string) (CallResult, error) {
-	defer s.shared(runID, req.Name)()
+	release := s.shared(runID, req.Name)
+	defer func() { release() }()
 	run, err := s.loadRun(ctx, runID)
 	if err != nil {
 		return CallResult{}, err
@@ -229,10 +230,34 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	}
 	rc := &registry.Call{RunID: run.ID, AgentID: run.AgentID, GuildID: run.GuildID, OrgID: run.OrgID,
 		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}}
+	var v verdict
+	if t, ok := asks(run, req.Name); ok {
+		// Waiting for an operator takes minutes: out of the run's gate, so its other calls, its
+		// close and its next generation go on meanwhile; the run is read again after.
+		release()
+		v = s.approve(ctx, run, t, rc, storedArgs, req.Progress)
+		release = s.shared(runID, req.Name)
+		s.forget(runID) // closed or changed meanwhile, perhaps on another replica: read it again
+		now, err := s.loadRun(ctx, runID)
+		switch {
+		case err == nil && now.Status == orchestrator.RunOpen:
+			run = now // a generation may have changed the offer meanwhile
+		case v.held != "":
+		case err != nil:
+			v.held, v.kind = fmt.Sprintf("ERROR: %s was approved, but run %s could not be read again after the wait (%s), so it did not run; call it again", req.Name, run.ID, orchestrator.ErrorMessage(err)), "store"
+		default:
+			v.held, v.kind = fmt.Sprintf("ERROR: run %s was closed while this call of %s waited for its approval, so it did not run", run.ID, req.Name), "closed"
+		}
+	}
 	var errKind string
-	// finish runs the tool and makes its completed record.
+	// finish runs the tool (unless it waited for an approval and did not get it) and makes its
+	// completed record.
 	finish := func(ctx context.Context) orchestrator.ToolCall {
-		raw, filter, kind := s.invoke(ctx, run, req.Name, rc, red)
+		raw, kind := v.held, v.kind
+		var filter func(string) string
+		if v.held == "" {
+			raw, filter, kind = s.invoke(ctx, run, req.Name, rc, red)
+		}
 		errKind = kind
 		storedArgs = nil // kept as StartCall stored them, unless the handler added secrets
 		if len(rc.Secrets) > 0 {

@@ -23,7 +23,8 @@ type Generation struct {
 // a native tool that is now off is dropped (a binding turned off, tavily_search whose key is gone,
 // the browser, code, script or memory tools whose agent flag turned false, so a flag counts as on
 // only while both the run's snapshot and the agent have it on); nothing is added mid-run, MCP tools
-// stay, and a tool the registry does not know (not the policy's to decide) stays. An enabled MCP
+// stay, and a tool the registry does not know (not the policy's to decide) stays. Which offered
+// tools ask for an operator's approval is resolved again. An enabled MCP
 // server whose login is now disconnected stops the generation with an error naming it. It waits for
 // the run's calls in flight.
 func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation, error) {
@@ -54,12 +55,12 @@ func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation,
 		Scripting: run.Config.Scripting && agent.Config.Scripting, Memory: run.Config.Memory && agent.Config.Memory,
 	}
 	all := s.Registry.List()
-	chosen, _, err := s.decide(ctx, OfferInput{Agent: agent, Kind: run.Kind, Config: cfg}, all)
+	dec, err := s.decide(ctx, OfferInput{Agent: agent, Kind: run.Kind, Config: cfg}, all)
 	if err != nil {
 		return Generation{}, err
 	}
 	on := map[string]bool{}
-	for _, t := range chosen {
+	for _, t := range dec.Native {
 		on[t.Name] = true
 	}
 	for _, t := range all {
@@ -67,15 +68,36 @@ func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation,
 			on[t.Name] = true
 		}
 	}
+	mcpAsk := map[string]bool{}
+	for _, t := range dec.MCP {
+		mcpAsk[t.Name] = t.Ask
+	}
+	changed := false
 	keep := make([]orchestrator.OfferedTool, 0, len(run.OfferedTools))
 	for _, t := range run.OfferedTools {
-		if _, native := s.Registry.Get(t.Name); native && t.ConnectionID == "" && !on[t.Name] {
+		_, native := s.Registry.Get(t.Name)
+		native = native && t.ConnectionID == ""
+		if native && !on[t.Name] {
 			gen.Dropped = append(gen.Dropped, t.Name)
 			continue
 		}
+		// Ask is resolved again: a native tool as the policy now says; an MCP tool as its overlay
+		// now says while it is still on (one turned off stays, and keeps asking if it asked).
+		ask := t.Ask
+		switch {
+		case native:
+			ask = dec.Ask[t.Name]
+		case t.ConnectionID != "":
+			if a, ok := mcpAsk[t.Name]; ok {
+				ask = a
+			}
+		}
+		if ask != t.Ask {
+			t.Ask, changed = ask, true
+		}
 		keep = append(keep, t)
 	}
-	if len(gen.Dropped) == 0 {
+	if len(gen.Dropped) == 0 && !changed {
 		return gen, nil
 	}
 	if err := s.Runs.SetOfferedTools(ctx, run.ID, keep); err != nil {
@@ -85,6 +107,6 @@ func (s *Service) NextGeneration(ctx context.Context, runID string) (Generation,
 	delete(s.snapshots, run.ID) // the cached snapshot no longer holds
 	s.mu.Unlock()
 	gen.Run.OfferedTools = keep
-	s.log().Info("generation opened", "run_id", run.ID, "dropped", gen.Dropped)
+	s.log().Info("generation opened", "run_id", run.ID, "dropped", gen.Dropped, "ask_changed", changed)
 	return gen, nil
 }

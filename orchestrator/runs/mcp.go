@@ -13,23 +13,33 @@ import (
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
 
-// MCPOfferPolicy is an OfferPolicy that also decides the run's MCP tools, in the same decision (one
-// resolution for both). The bindings policy implements it; a plain OfferPolicy offers no MCP tools.
+// MCPOfferPolicy is an OfferPolicy that also decides the run's MCP tools and which offered tools
+// ask for an operator's approval, in the same decision (one resolution for all). The bindings
+// policy implements it; a plain OfferPolicy offers no MCP tools and none that asks.
 type MCPOfferPolicy interface {
 	OfferPolicy
-	// OfferWithMCP returns the native tools offered and the MCP tools offered, namespaced
-	// ({slug}_{name}) with their server, connection and remote name set. An enabled server whose
-	// login is disconnected is an error naming the server: the generation must not start.
-	OfferWithMCP(ctx context.Context, in OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error)
+	// OfferWithMCP returns the offer: the native tools, the MCP tools namespaced ({slug}_{name})
+	// with their server, connection, remote name and Ask set, and the native tools that ask. An
+	// enabled server whose login is disconnected is an error naming the server: the generation
+	// must not start.
+	OfferWithMCP(ctx context.Context, in OfferInput, tools []registry.Tool) (Offer, error)
 }
 
-// decide asks the policy for the native tools and, when it can, the MCP tools.
-func (s *Service) decide(ctx context.Context, in OfferInput, all []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
+// Offer is what a policy offers a run.
+type Offer struct {
+	Native []registry.Tool
+	MCP    []orchestrator.OfferedTool
+	// Ask names the native tools of Native resolved Ask: each call waits for an operator's approval.
+	Ask map[string]bool
+}
+
+// decide asks the policy for the native tools and, when it can, the MCP tools and what asks.
+func (s *Service) decide(ctx context.Context, in OfferInput, all []registry.Tool) (Offer, error) {
 	if p, ok := s.Offer.(MCPOfferPolicy); ok {
 		return p.OfferWithMCP(ctx, in, all)
 	}
 	native, err := s.Offer.Offer(ctx, in, all)
-	return native, nil, err
+	return Offer{Native: native}, err
 }
 
 // appendMCP adds the MCP tools after the native ones, sorted by name; an MCP tool whose name a

@@ -31,6 +31,9 @@ type Service struct {
 	MCP      MCPCaller               // calls of offered MCP tools; nil answers them with an error
 	State    StateSource             // what a run starts knowing besides its tools (pinned prices); nil means nothing
 	Tokens   RunTokens               // mints each run's own token at its start; nil means runs have none
+	// Approvals holds the requests calls of tools resolved Ask wait for; nil answers such a call
+	// with an error (it never runs without an approval).
+	Approvals Approver
 	Log      *slog.Logger            // operational log; nil discards
 	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
 	Now      func() time.Time        // clock; nil means time.Now
@@ -80,6 +83,10 @@ type CallRequest struct {
 	// CallID is the client's id for the call (the model's tool-call id, say): a retry under the same
 	// id answers the stored call, or waits for it while it runs, and never runs it again. "" means none.
 	CallID string
+	// Progress, when set, is told how long the call has waited and what for while it waits for an
+	// operator's approval (the MCP endpoint sends it on as progress notifications): at once, then
+	// every few seconds. nil: nobody is told.
+	Progress func(elapsed time.Duration, message string)
 }
 
 // CallResult is what the model receives: the stamped result, its seq and the call's metadata.
@@ -185,16 +192,15 @@ type StateSource interface {
 // offer asks the policy and adds every always-offered tool, sorted by name.
 func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.OfferedTool, error) {
 	all := s.Registry.List()
-	var chosen []registry.Tool
-	var mcp []orchestrator.OfferedTool
+	var dec Offer
 	if s.Offer != nil {
 		var err error
-		if chosen, mcp, err = s.decide(ctx, in, all); err != nil {
+		if dec, err = s.decide(ctx, in, all); err != nil {
 			return nil, fmt.Errorf("decide offered tools: %w", err)
 		}
 	}
 	names := map[string]bool{}
-	for _, t := range chosen {
+	for _, t := range dec.Native {
 		names[t.Name] = true
 	}
 	out := []orchestrator.OfferedTool{}
@@ -206,9 +212,9 @@ func (s *Service) offer(ctx context.Context, in OfferInput) ([]orchestrator.Offe
 		if !ok {
 			continue // unregistered meanwhile
 		}
-		out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		out = append(out, orchestrator.OfferedTool{Name: t.Name, Description: t.Description, InputSchema: schema, Ask: names[t.Name] && dec.Ask[t.Name]})
 	}
-	out = appendMCP(out, mcp, s.log())
+	out = appendMCP(out, dec.MCP, s.log())
 	if s.Dynamic != nil {
 		dyn, err := s.Dynamic.Offer(ctx, in, out)
 		if err != nil {
@@ -255,7 +261,8 @@ func (s *Service) ListCalls(ctx context.Context, runID string, page orchestrator
 }
 
 // CloseRun closes a run for the reason (orchestrator.CloseOperator or CloseRuntime): it refuses
-// further calls. It waits for the calls in flight to finish.
+// further calls. It waits for the calls in flight to finish, except those waiting for an
+// operator's approval: their requests expire, and they answer without running.
 func (s *Service) CloseRun(ctx context.Context, id, reason string) (orchestrator.Run, error) {
 	if !orchestrator.ValidID(id) {
 		return orchestrator.Run{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "run %q not found", id)
@@ -265,6 +272,11 @@ func (s *Service) CloseRun(ctx context.Context, id, reason string) (orchestrator
 	run, err := s.Runs.CloseRun(ctx, id, s.now(), reason)
 	if err != nil {
 		return run, err
+	}
+	if s.Approvals != nil { // its calls waiting for an operator's approval answer now, without running
+		if err := s.Approvals.ExpireRun(ctx, id); err != nil {
+			s.log().Warn("a closed run's approval requests were not expired; they expire in their own time", "run_id", id, "err", err.Error())
+		}
 	}
 	s.mu.Lock()
 	delete(s.extras, id)

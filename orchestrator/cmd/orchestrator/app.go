@@ -259,6 +259,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing calls in flight", "grace", shutdownGrace.String())
+	g.Approvals.Stop() // calls waiting for an operator's approval answer now, without running
 	if err := app.ShutdownWithTimeout(shutdownGrace); err != nil {
 		log.Error("shutdown", "err", err.Error())
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/approvals"
 	"github.com/guildsai/guilds/orchestrator/bindings"
 	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connections/lifecycle"
@@ -30,6 +31,7 @@ var (
 	_ orchestrator.IdentityStore  = (*postgres.Store)(nil)
 	_ orchestrator.Placer         = (*postgres.Store)(nil)
 	_ orchestrator.OIDCStateStore = (*postgres.Store)(nil)
+	_ orchestrator.ApprovalStore  = (*postgres.Store)(nil)
 	_ identity.AuditStore         = (*postgres.Store)(nil)
 	_ runs.Store                  = (*postgres.Store)(nil)
 	_ bindings.Store              = (*postgres.Store)(nil)
@@ -52,4 +54,12 @@ var (
 	_ secrets.Store               = (*postgres.Store)(nil)
 	_ wallet.Nonces               = (*postgres.WalletNonces)(nil)
 	_ identity.Changes            = postgres.Listener{}
+	_ approvals.Notices           = postgres.Listener{}
+)
+
+// The services the run service and the API reach through the interfaces they declare.
+var (
+	_ runs.Approver           = (*approvals.Service)(nil)
+	_ runs.MCPArgsChecker     = (*connections.Caller)(nil)
+	_ httpapi.ApprovalService = (*approvals.Service)(nil)
 )

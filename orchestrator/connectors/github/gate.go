@@ -42,14 +42,14 @@ type Gate struct {
 }
 
 // OfferWithMCP decides as the policy does, then gives a coding run's sandbox its GitHub tokens.
-func (g *Gate) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) ([]registry.Tool, []orchestrator.OfferedTool, error) {
-	native, mcp, err := g.Policy.OfferWithMCP(ctx, in, tools)
+func (g *Gate) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []registry.Tool) (runs.Offer, error) {
+	offer, err := g.Policy.OfferWithMCP(ctx, in, tools)
 	if err != nil || !in.Config.Coding || g.App.Box == nil {
-		return native, mcp, err
+		return offer, err
 	}
 	repos, err := g.App.Prepare(ctx, in.Agent)
 	if err != nil {
-		return nil, nil, err
+		return runs.Offer{}, err
 	}
 	if in.RunID != "" && len(repos) > 0 { // a run's start, not a later generation
 		g.mu.Lock()
@@ -59,7 +59,7 @@ func (g *Gate) OfferWithMCP(ctx context.Context, in runs.OfferInput, tools []reg
 		g.starts[in.Agent.ID] = repos
 		g.mu.Unlock()
 	}
-	return native, mcp, nil
+	return offer, nil
 }
 
 // RunState is the policy's state (pinned prices) plus, at a coding run's start, what cloning or

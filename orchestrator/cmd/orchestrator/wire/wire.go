@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/approvals"
 	"github.com/guildsai/guilds/orchestrator/config"
 	"github.com/guildsai/guilds/orchestrator/connections"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters"
@@ -61,6 +62,9 @@ type Graph struct {
 	Metrics  *Metrics
 	Audit    *identity.Auditor // the audit log's writer, drained by Close
 	Events   *events.Service   // the outbox's delivery and the webhooks; serve runs it
+	// Approvals holds the requests calls of Ask tools wait for; serve stops its waits before it
+	// finishes the calls in flight.
+	Approvals *approvals.Service
 
 	close []func()
 }
@@ -133,16 +137,18 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		return nil, err
 	}
 	ids := g.identity(ctx, cfg, o, store, cat.Box)
+	g.approvals(ctx, cfg, o, store)
 	gate := &github.Gate{Policy: policy, App: gh} // the bindings' offer and state, with GitHub's generation start
 	g.Runs = &runs.Service{
 		Scopes: store, Runs: store, Registry: reg,
-		Offer:   gate,
-		Dynamic: scr,
-		MCP:     caller,
-		State:   gate,
-		Secrets: orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh, ids),
-		Tokens:  ids,
-		Log:     log,
+		Offer:     gate,
+		Dynamic:   scr,
+		MCP:       caller,
+		State:     gate,
+		Secrets:   orchestrator.JoinSecrets(sec, web, connections.ConnectionSecrets{Store: store, Box: cat.Box}, gh, ids),
+		Tokens:    ids,
+		Approvals: g.Approvals,
+		Log:       log,
 		// Runs end: idle ones, and schedule-fired ones nobody picked up.
 		Idle: cfg.RunIdle, Pickup: cfg.RunPickup, Messages: store,
 	}
@@ -153,7 +159,7 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
-		Events: g.Events, Webhooks: g.Events})
+		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals})
 	return g, nil
 }
 
@@ -172,6 +178,19 @@ func (g *Graph) identity(ctx context.Context, cfg config.Config, o Options, stor
 	go func() { defer wg.Done(); g.Audit.Run(bg, auditDrain) }()
 	g.close = append(g.close, func() { stop(); wg.Wait() })
 	return ids
+}
+
+// approvals builds the approvals that calls of Ask tools wait for, hearing the decisions every
+// replica announces until Close.
+func (g *Graph) approvals(ctx context.Context, cfg config.Config, o Options, store *postgres.Store) {
+	g.Approvals = &approvals.Service{Store: store, Wait: cfg.ApprovalWait, Log: o.Log}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Approvals.Listen(bg, postgres.Listener{Pool: o.Pool, Channel: postgres.ApprovalsChannel, Log: o.Log})
+	}()
+	g.close = append(g.close, func() { g.Approvals.Stop(); stop(); <-done })
 }
 
 // auditDrain bounds how long a stop waits to write the audit rows still queued.
