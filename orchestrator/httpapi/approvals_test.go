@@ -506,9 +506,9 @@ func TestApprovalProgress(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.runs.Call(context.Background(), s.askRun["id"].(string), runs.CallRequest{Name: "echo", Arguments: json.RawMessage(`{"text":"progress"}`),
-			Progress: func(d time.Duration, msg string) {
+			Progress: func(p runs.Progress) {
 				mu.Lock()
-				reports = append(reports, fmt.Sprintf("%s after %s", msg, d.Truncate(time.Second)))
+				reports = append(reports, fmt.Sprintf("%s after %s", p.Message, p.Elapsed.Truncate(time.Second)))
 				mu.Unlock()
 			}})
 		done <- err

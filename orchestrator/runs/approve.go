@@ -55,7 +55,7 @@ type verdict struct {
 // approve checks the call's arguments, then makes its approval request and waits for the
 // decision. It runs outside the run's gate: the run's other calls, its close and its next
 // generation go on meanwhile.
-func (s *Service) approve(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, rc *registry.Call, storedArgs json.RawMessage, progress func(time.Duration, string)) verdict {
+func (s *Service) approve(ctx context.Context, run orchestrator.Run, t orchestrator.OfferedTool, rc *registry.Call, storedArgs json.RawMessage, progress func(Progress)) verdict {
 	if err := s.checkArgs(ctx, t, rc.Args); err != nil {
 		var argsErr *registry.ArgsError
 		if errors.As(err, &argsErr) {
@@ -70,7 +70,7 @@ func (s *Service) approve(ctx context.Context, run orchestrator.Run, t orchestra
 		Arguments: storedArgs, ArgumentsSHA256: ArgumentsSHA256(rc.Args)}
 	var report func(time.Duration)
 	if progress != nil {
-		report = func(d time.Duration) { progress(d, WaitingMessage) }
+		report = func(d time.Duration) { progress(Progress{Elapsed: d, Message: WaitingMessage}) }
 	}
 	a, err := s.Approvals.Await(ctx, req, report)
 	if err != nil {

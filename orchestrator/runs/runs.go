@@ -83,10 +83,17 @@ type CallRequest struct {
 	// CallID is the client's id for the call (the model's tool-call id, say): a retry under the same
 	// id answers the stored call, or waits for it while it runs, and never runs it again. "" means none.
 	CallID string
-	// Progress, when set, is told how long the call has waited and what for while it waits for an
-	// operator's approval (the MCP endpoint sends it on as progress notifications): at once, then
-	// every few seconds. nil: nobody is told.
-	Progress func(elapsed time.Duration, message string)
+	// Progress, when set, is told how a call is going while something holds it up, and never after
+	// Call returns: a call of a tool resolved Ask reports its wait for an operator's approval (the
+	// time since the wait began and WaitingMessage) at once, then every few seconds. The MCP
+	// endpoint sets it for a call that carries a progressToken. nil: nobody is told.
+	Progress func(Progress)
+}
+
+// Progress is how a call in flight is going.
+type Progress struct {
+	Elapsed time.Duration
+	Message string
 }
 
 // CallResult is what the model receives: the stamped result, its seq and the call's metadata.
