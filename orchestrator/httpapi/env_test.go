@@ -152,7 +152,7 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 
 // newEnv builds the API; set is which integrations' variables the offer policy and instance view
 // see set.
-func newEnv(t *testing.T, set integrations.Set) *env {
+func newEnv(t testing.TB, set integrations.Set) *env {
 	t.Helper()
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -18,7 +18,7 @@ import (
 )
 
 // benchAPI serves e's API on a loopback listener and returns a request function for it.
-func benchAPI(b *testing.B, e *mcpEnv) func(method, path string, body []byte) []byte {
+func benchAPI(b *testing.B, e *env) func(method, path string, body []byte) []byte {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -53,7 +53,7 @@ func benchAPI(b *testing.B, e *mcpEnv) func(method, path string, body []byte) []
 func BenchmarkMCPCallThroughAPI(b *testing.B) {
 	e := newMCPEnv(b, nil, nil, newBox(b))
 	f := newMCPFake(b, "Authorization", "Bearer "+goodKey, "echo")
-	do := benchAPI(b, e)
+	do := benchAPI(b, e.env)
 	var ids struct {
 		ID string `json:"id"`
 	}
@@ -124,7 +124,7 @@ func BenchmarkMCPCallThroughAPI(b *testing.B) {
 // same API and database, alternating in one run. Target: at most 1.2x.
 func BenchmarkRunStartThreeMCP(b *testing.B) {
 	e := newMCPEnv(b, nil, nil, newBox(b))
-	do := benchAPI(b, e)
+	do := benchAPI(b, e.env)
 	var ids struct {
 		ID string `json:"id"`
 	}

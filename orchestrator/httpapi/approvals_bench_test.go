@@ -1,0 +1,96 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guildsai/guilds/shared/benchtest"
+)
+
+// BenchmarkAskCallApproved times a call of a tool set to Ask that an automated approver approves
+// through the API (it lists the agent's pending requests every millisecond until the call's
+// appears, then approves it) against the same call of the same tool On for another agent of the
+// same guild, alternating in one run, every request over loopback HTTP on one machine. The
+// approver's round trip is its part of the wait: from the request's created_at (stamped by the
+// orchestrator) to the approver holding the approve request's answer (finding the request, then
+// approving it). What Ask adds beyond it is the median of each Ask call less its approver's round
+// trip, less the On call's median. Target: at most 2 ms.
+func BenchmarkAskCallApproved(b *testing.B) {
+	e := newEnv(b, nil)
+	s := newAskSetup(e)
+	do := benchAPI(b, e)
+	var run struct {
+		ID string `json:"id"`
+	}
+	start := func(agent string) string {
+		if err := json.Unmarshal(do("POST", "/api/agents/"+agent+"/runs", []byte(`{"kind":"direct","tool_call_budget":100000}`)), &run); err != nil {
+			b.Fatal(err)
+		}
+		return run.ID
+	}
+	askRun, onRun := start(s.asking), start(s.onAgent)
+	body := []byte(`{"name":"echo","arguments":{"text":"pay 0.1 ETH to the supplier"}}`)
+	type decided struct {
+		Status    string    `json:"status"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	var residual, roundTrips []time.Duration
+	askCall := func() {
+		t0 := time.Now()
+		answered := make(chan []byte, 1)
+		go func() { answered <- do("POST", "/api/runs/"+askRun+"/calls", body) }()
+		var id string
+		for id == "" { // the automated approver: look until the request is there
+			var list struct {
+				Approvals []struct {
+					ID string `json:"id"`
+				} `json:"approvals"`
+			}
+			if err := json.Unmarshal(do("GET", "/api/agents/"+s.asking+"/approvals?status=pending&limit=1", nil), &list); err != nil {
+				b.Fatal(err)
+			}
+			if len(list.Approvals) > 0 {
+				id = list.Approvals[0].ID
+			} else {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		var d decided
+		if err := json.Unmarshal(do("POST", "/api/approvals/"+id+"/approve", nil), &d); err != nil || d.Status != "approved" {
+			b.Fatalf("approve %s: %+v %v", id, d, err)
+		}
+		approvedAt := time.Now()
+		var res struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(<-answered, &res); err != nil || !strings.HasPrefix(res.Result, "pay 0.1 ETH to the supplier\n\nremaining_tool_calls: ") {
+			b.Fatalf("the approved call answered %q (%v)", res.Result, err)
+		}
+		took, rt := time.Since(t0), approvedAt.Sub(d.CreatedAt)
+		residual, roundTrips = append(residual, took-rt), append(roundTrips, rt)
+	}
+	onCall := func() { do("POST", "/api/runs/"+onRun+"/calls", body) }
+	for range 20 {
+		askCall()
+		onCall()
+	}
+	b.ResetTimer()
+	for range b.N {
+		residual, roundTrips = residual[:0], roundTrips[:0]
+		m := benchtest.Alternate(200, askCall, onCall)
+		ask, on := m[0], m[1]
+		rt, rest := benchtest.Median(roundTrips), benchtest.Median(residual)
+		added := rest - on
+		b.ReportMetric(benchtest.MS(ask), "ask_p50_ms")
+		b.ReportMetric(benchtest.MS(on), "on_p50_ms")
+		b.ReportMetric(benchtest.MS(rt), "approver_rt_p50_ms")
+		b.ReportMetric(benchtest.MS(added), "added_beyond_approver_ms")
+		b.ReportMetric(float64(ask)/float64(on), "x_vs_on")
+		b.ReportMetric(float64(rest)/float64(on), "x_vs_on_less_approver")
+		b.Logf("Ask call approved through the API: p50 %.3f ms | the same call On: p50 %.3f ms | the approver's round trip (request made to its approve answered): p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
+			benchtest.MS(ask), benchtest.MS(on), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(on),
+			map[bool]string{true: "met", false: "NOT met"}[added <= 2*time.Millisecond])
+	}
+}
