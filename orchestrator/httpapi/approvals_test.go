@@ -537,3 +537,80 @@ func TestApprovalProgress(t *testing.T) {
 		t.Fatalf("progress %v", reports)
 	}
 }
+
+// TestAskOnRemoteMCPTool: Ask on one tool of a remote MCP server (a real mcp-go server on
+// loopback), set at the guild: the tools views say ask and which scope decided, and the server's
+// Off above it still wins; arguments that fail the tool's listed schema make no request and never
+// reach the server; the server is called only after the approval, exactly once, with exactly the
+// approved arguments; a denial never calls it.
+func TestAskOnRemoteMCPTool(t *testing.T) {
+	t.Parallel()
+	e := newMCPEnv(t, nil, nil, newBox(t))
+	f := newMCPFake(t, "X-Test-Key", goodKey, "echo", "whoami")
+	org, guild, agent := e.scopes()
+	e.must(201, "POST", "/api/admin/mcp/servers", map[string]any{"slug": "my-srv", "name": "My server", "url": f.URL, "auth": "token", "header": "X-Test-Key"})
+	e.must(201, "POST", "/api/mcp/connections", connectBody("my-srv", org, goodKey))
+	e.must(200, "PUT", "/api/bindings", map[string]any{"scope": "guild", "scope_id": guild, "catalog_kind": "mcp_tool", "catalog_id": "my_srv_echo", "enabled": true, "ask": true})
+	toolView := func(path string) map[string]any {
+		t.Helper()
+		for _, s := range e.must(200, "GET", path, nil)["mcp_servers"].([]any) {
+			if s := s.(map[string]any); s["slug"] == "my-srv" {
+				for _, x := range s["tools"].([]any) {
+					if x := x.(map[string]any); x["name"] == "my_srv_echo" {
+						return x
+					}
+				}
+			}
+		}
+		t.Fatalf("%s: no my_srv_echo", path)
+		return nil
+	}
+	if v := toolView("/api/agents/" + agent + "/tools"); v["ask"] != true || v["overlay"] != "ask" || v["decided_by"] != "guild" || v["enabled"] != true {
+		t.Fatalf("the agent's view of my_srv_echo %v", v)
+	}
+	if v := toolView("/api/orgs/" + org + "/tools"); v["ask"] != nil {
+		t.Fatalf("the organisation's view of my_srv_echo %v", v)
+	}
+	// The server Off at the agent: its tool's Ask does not punch through.
+	e.must(200, "PUT", "/api/bindings", map[string]any{"scope": "agent", "scope_id": agent, "catalog_kind": "mcp", "catalog_id": "my-srv", "enabled": false})
+	if v := toolView("/api/agents/" + agent + "/tools"); v["ask"] != nil || v["enabled"] != false {
+		t.Fatalf("my_srv_echo under its server Off %v", v)
+	}
+	e.must(200, "DELETE", "/api/bindings", map[string]any{"scope": "agent", "scope_id": agent, "catalog_kind": "mcp", "catalog_id": "my-srv"})
+
+	runID := e.must(201, "POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	calls := func() int { return f.count("tools/call") }
+	before := calls()
+	// Arguments the listed schema refuses: no request, no call.
+	res := e.must(200, "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "my_srv_echo", "arguments": map[string]any{"mode": "x"}})
+	if r := res["result"].(string); !strings.HasPrefix(r, "ERROR:") || !strings.Contains(r, "text") {
+		t.Fatalf("a call without text %q", r)
+	}
+	if n := len(e.must(200, "GET", "/api/agents/"+agent+"/approvals", nil)["approvals"].([]any)); n != 0 || calls() != before {
+		t.Fatalf("a call the schema refused made %d requests and %d server calls", n, calls()-before)
+	}
+	// The whoami tool is On (inherits the server): no wait.
+	if r := e.must(200, "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "my_srv_whoami", "arguments": map[string]any{"text": "x"}})["result"].(string); !strings.HasPrefix(r, "you sent ") {
+		t.Fatalf("whoami %q", r)
+	}
+	before = calls()
+
+	// Denied: the server is never called.
+	call := e.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "my_srv_echo", "arguments": map[string]any{"text": "drop table"}})
+	id := e.pendingOf(agent, 1)[0]["id"].(string)
+	e.must(200, "POST", "/api/approvals/"+id+"/deny", map[string]any{"reason": "not on production"})
+	if r := e.got(call, 200)["result"].(string); !strings.Contains(r, "Their reason: not on production") || calls() != before {
+		t.Fatalf("denied %q, server calls %d", r, calls()-before)
+	}
+	// Approved: called once, with the approved arguments, only after the decision.
+	args := map[string]any{"text": "hello", "mode": "loud"}
+	call = e.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "my_srv_echo", "arguments": args})
+	req := e.pendingOf(agent, 1)[0]
+	if req["arguments_sha256"] != canonicalSHA256(t, args) || calls() != before {
+		t.Fatalf("request %v; server calls before the decision %d", req, calls()-before)
+	}
+	e.must(200, "POST", "/api/approvals/"+req["id"].(string)+"/approve", nil)
+	if r := e.got(call, 200)["result"].(string); !strings.HasPrefix(r, "echo: hello mode=loud") || calls() != before+1 {
+		t.Fatalf("approved %q, server calls %d", r, calls()-before)
+	}
+}

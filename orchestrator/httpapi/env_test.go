@@ -164,20 +164,27 @@ func newEnv(t testing.TB, set integrations.Set) *env {
 	audited := make(chan struct{})
 	go func() { defer close(audited); e.audit.Run(actx, 5*time.Second) }()
 	t.Cleanup(func() { stopAudit(); <-audited })
-	e.approvals = &approvals.Service{Store: store, Log: log}
-	lctx, stopListen := context.WithCancel(context.Background())
-	listened := make(chan struct{})
-	go func() {
-		defer close(listened)
-		e.approvals.Listen(lctx, postgres.Listener{Pool: e.pool, Channel: postgres.ApprovalsChannel, Log: log})
-	}()
-	t.Cleanup(func() { e.approvals.Stop(); stopListen(); <-listened })
+	e.approvals = startApprovals(t, e.pool, store, log)
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
 		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids), Approvals: e.approvals}
 	e.runs = svc
 	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
 		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals})
 	return e
+}
+
+// startApprovals makes the approvals service the env's calls of Ask tools wait for, hearing the
+// decisions announced through the database as serve does, until the test ends.
+func startApprovals(t testing.TB, pool *pgxpool.Pool, store *postgres.Store, log *slog.Logger) *approvals.Service {
+	a := &approvals.Service{Store: store, Log: log}
+	ctx, stop := context.WithCancel(context.Background())
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		a.Listen(ctx, postgres.Listener{Pool: pool, Channel: postgres.ApprovalsChannel, Log: log})
+	}()
+	t.Cleanup(func() { a.Stop(); stop(); <-listened })
+	return a
 }
 
 // do sends one request with the operator token (or the given Authorization) and decodes the answer.

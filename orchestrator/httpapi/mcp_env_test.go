@@ -197,9 +197,11 @@ func newMCPEnvWith(t testing.TB, db *pgxpool.Pool, clk *clock, box *sealed.Box, 
 	if err := store.SeedPlatformBindings(context.Background(), names, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
+	e.approvals = startApprovals(t, db, store, log)
 	rs := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: remote, Log: log,
-		Secrets: connections.ConnectionSecrets{Store: store, Box: box}}
-	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, Log: log}, store))
+		Secrets: connections.ConnectionSecrets{Store: store, Box: box}, Approvals: e.approvals}
+	e.runs = rs
+	e.app = httpapi.New(guarded(&httpapi.Server{Scopes: store, Runs: rs, Bindings: svc, Artifacts: store, Log: log, Approvals: e.approvals}, store))
 	return &mcpEnv{env: e, mcp: pool, remote: remote, svc: svc, runs: rs, clock: clk}
 }
 
