@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
 
@@ -612,5 +613,53 @@ func TestAskOnRemoteMCPTool(t *testing.T) {
 	e.must(200, "POST", "/api/approvals/"+req["id"].(string)+"/approve", nil)
 	if r := e.got(call, 200)["result"].(string); !strings.HasPrefix(r, "echo: hello mode=loud") || calls() != before+1 {
 		t.Fatalf("approved %q, server calls %d", r, calls()-before)
+	}
+}
+
+// TestApprovalAcrossReplicas: two orchestrators over one database. A call waits on the first; the
+// second lists the request, a retry of the call under its id on the second waits for the first's
+// call instead of asking again, and an approval taken on the second reaches the first through the
+// database's announcement: the call runs once, on the first, and the retry replays it. Stopping the
+// first ends its waits at once: the request expires saying so, and the call does not run.
+func TestApprovalAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	db, box := pgtest.NewDB(t), newBox(t)
+	a, b := newMCPEnv(t, db, nil, box), newMCPEnv(t, db, nil, box)
+	_, guild, agent := a.scopes()
+	a.must(200, "PUT", "/api/bindings", map[string]any{"scope": "guild", "scope_id": guild, "catalog_kind": "native_tool", "catalog_id": "echo", "enabled": true, "ask": true})
+	runID := a.must(201, "POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	ran := func() int { return a.order.count(runID) + b.order.count(runID) }
+
+	body := map[string]any{"name": "echo", "arguments": map[string]any{"text": "across"}, "call_id": "tc-across"}
+	first := a.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", body)
+	id := b.pendingOf(agent, 1)[0]["id"].(string)
+	retry := b.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", body)
+	time.Sleep(200 * time.Millisecond) // let the retry find the started call (it must not ask again)
+	if n := len(b.must(200, "GET", "/api/agents/"+agent+"/approvals", nil)["approvals"].([]any)); n != 1 || ran() != 0 {
+		t.Fatalf("%d requests and %d runs while one call waits", n, ran())
+	}
+	decided := time.Now()
+	b.must(200, "POST", "/api/approvals/"+id+"/approve", nil)
+	res := a.got(first, 200)
+	t.Logf("the first replica's call answered %s after the second's approval", time.Since(decided))
+	if res["result"] != "across\n\nremaining_tool_calls: 99" || a.order.count(runID) != 1 || b.order.count(runID) != 0 {
+		t.Fatalf("the call %v; ran %d times on the first, %d on the second", res, a.order.count(runID), b.order.count(runID))
+	}
+	if again := b.got(retry, 200); again["replayed"] != true || again["result"] != res["result"] || ran() != 1 {
+		t.Fatalf("the retry on the second %v; ran %d times", again, ran())
+	}
+
+	// Stop on the first: its waiting call answers at once without running.
+	waiting := a.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "echo", "arguments": map[string]any{"text": "stopping"}})
+	id = b.pendingOf(agent, 1)[0]["id"].(string)
+	a.approvals.Stop()
+	if r := a.got(waiting, 200)["result"].(string); !strings.Contains(r, "the orchestrator stopped before anyone decided") || ran() != 1 {
+		t.Fatalf("the call waiting on a stopped orchestrator %q; ran %d times", r, ran())
+	}
+	if got := b.must(200, "GET", "/api/approvals/"+id, nil); got["status"] != "expired" {
+		t.Fatalf("its request %v", got)
+	}
+	if out := b.must(409, "POST", "/api/approvals/"+id+"/approve", nil); !strings.Contains(errMessage(out), "has expired") {
+		t.Fatalf("approving it %v", out)
 	}
 }
