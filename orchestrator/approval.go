@@ -51,6 +51,11 @@ type Approval struct {
 	Withheld        bool       `json:"withheld,omitempty"`
 }
 
+// Chain is the chain of the request's agent.
+func (a Approval) Chain() Chain {
+	return Chain{Scope: ScopeAgent, OrgID: a.OrgID, GuildID: a.GuildID, AgentID: a.AgentID}
+}
+
 // ApprovalQuery selects approval requests: those of a scope (an organisation, guild or agent), of
 // one status when Status is set, newest first, before the request Before when set, at most Limit.
 type ApprovalQuery struct {

@@ -19,6 +19,8 @@ const (
 	EventSecretAnswered         = "secret.answered"
 	EventGroupPosted            = "group.posted"
 	EventConnectionDisconnected = "connection.disconnected"
+	EventApprovalRequested      = "approval.requested"
+	EventApprovalDecided        = "approval.decided"
 )
 
 // EventType is one kind of event: its name, what it reports, and the least role a principal holds
@@ -39,6 +41,8 @@ var EventTypes = []EventType{
 	{EventSecretAnswered, "an operator stored the secret a pending request asked for: data.request, never the value", RoleOperator},
 	{EventGroupPosted, "an agent posted to its guild's group chat (group_post): data.message", RoleViewer},
 	{EventConnectionDisconnected, "a login stopped working: data.reason (credentials_refused, invalid_grant), data.message and data.connection", RoleViewer},
+	{EventApprovalRequested, "a call of a tool set to Ask waits for an operator's approval: data.approval (pending, with the call's redacted arguments and their digest)", RoleOperator},
+	{EventApprovalDecided, "an approval request ended: data.approval with its status (approved or denied, with decided_by and a denial's reason; expired, with why)", RoleOperator},
 }
 
 // EventTypeNames lists the event types' names in the list's order.
@@ -184,4 +188,22 @@ func ConnectionDisconnectedEvent(c Connection, reason, message string, at time.T
 		Message    string `json:"message"`
 		Connection conn   `json:"connection"`
 	}{reason, message, conn{c.ID, c.Server, c.Scope, c.ScopeID, c.AccountHint}})
+}
+
+// ApprovalRequestedEvent reports a new approval request a call waits for.
+func ApprovalRequestedEvent(a Approval) Event {
+	return newEvent(EventApprovalRequested, a.Chain(), a.RunID, a.CreatedAt, struct {
+		Approval Approval `json:"approval"`
+	}{a})
+}
+
+// ApprovalDecidedEvent reports an approval request approved, denied or expired (a as it then stands).
+func ApprovalDecidedEvent(a Approval) Event {
+	at := a.CreatedAt
+	if a.DecidedAt != nil {
+		at = *a.DecidedAt
+	}
+	return newEvent(EventApprovalDecided, a.Chain(), a.RunID, at, struct {
+		Approval Approval `json:"approval"`
+	}{a})
 }

@@ -52,15 +52,10 @@ func (s *Server) approvalTarget(c *fiber.Ctx, role string) (identity.Target, err
 	return t, err
 }
 
-// agentChain is the chain of a request's agent.
-func agentChain(a orchestrator.Approval) orchestrator.Chain {
-	return orchestrator.Chain{Scope: orchestrator.ScopeAgent, OrgID: a.OrgID, GuildID: a.GuildID, AgentID: a.AgentID}
-}
-
 // shown is a request as the principal may see it: a viewer sees what waits and how it ended, never
 // the arguments.
 func shown(p identity.Principal, a orchestrator.Approval) orchestrator.Approval {
-	if orchestrator.RoleRank(p.RoleAt(agentChain(a))) < orchestrator.RoleRank(orchestrator.RoleOperator) {
+	if orchestrator.RoleRank(p.RoleAt(a.Chain())) < orchestrator.RoleRank(orchestrator.RoleOperator) {
 		a.Arguments, a.Withheld = nil, true
 	}
 	return a
@@ -97,7 +92,7 @@ func (s *Server) listApprovals(c *fiber.Ctx) error {
 	}
 	out := make([]orchestrator.Approval, 0, len(list))
 	for _, a := range list {
-		if p.RoleAt(agentChain(a)) != "" {
+		if p.RoleAt(a.Chain()) != "" {
 			out = append(out, shown(p, a))
 		}
 	}

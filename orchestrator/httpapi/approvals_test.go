@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -446,6 +447,36 @@ func TestApprovalsEndToEnd(t *testing.T) {
 	}
 	if n := e.order.count(askRun); n != ran+1 {
 		t.Fatalf("a closed run's waiting call ran: %d", n)
+	}
+
+	// The outbox: each request and its end, in the transactions that made them, with the agent and
+	// run, the request's status and who decided.
+	var reported []string
+	rows, err := e.pool.Query(context.Background(), `SELECT type, agent_id, run_id, data->'approval'->>'id', data->'approval'->>'status', data->'approval'->>'decided_by',
+		data->'approval'->'arguments' FROM events WHERE type LIKE 'approval.%' ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var typ, agent, run, apv, status, by string
+		var argsJSON []byte
+		if err := rows.Scan(&typ, &agent, &run, &apv, &status, &by, &argsJSON); err != nil {
+			t.Fatal(err)
+		}
+		if agent != s.asking || run != askRun || strings.Contains(string(argsJSON), runToken) {
+			t.Fatalf("event %s of %s: agent %s, run %s, arguments %s", typ, apv, agent, run, argsJSON)
+		}
+		reported = append(reported, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", typ, apv, status, by)))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"approval.requested " + id + " pending", fmt.Sprintf("approval.decided %s %s %s", id, won.body["status"], won.body["decided_by"]),
+		"approval.requested " + id2 + " pending", "approval.decided " + id2 + " approved " + opID,
+		"approval.requested " + id3 + " pending", "approval.decided " + id3 + " denied " + opID,
+		"approval.requested " + id4 + " pending", "approval.decided " + id4 + " expired"}
+	if !slices.Equal(reported, want) {
+		t.Fatalf("approval events\n%s\nwant\n%s", strings.Join(reported, "\n"), strings.Join(want, "\n"))
 	}
 
 	// The audit log: every decision and refusal, with who made it.

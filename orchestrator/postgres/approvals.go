@@ -38,11 +38,17 @@ func scanApproval(r pgx.Row) (orchestrator.Approval, error) {
 	return a, err
 }
 
-// CreateApproval stores a new pending request.
+// CreateApproval stores a new pending request, reporting approval.requested in its transaction.
 func (s *Store) CreateApproval(ctx context.Context, a orchestrator.Approval) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO approvals (id, run_id, seq, call_id, agent_id, guild_id, org_id, tool, arguments, arguments_sha256, status, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12)`,
-		a.ID, a.RunID, a.Seq, a.CallID, a.AgentID, a.GuildID, a.OrgID, a.Tool, []byte(a.Arguments), a.ArgumentsSHA256, a.CreatedAt, a.ExpiresAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO approvals (id, run_id, seq, call_id, agent_id, guild_id, org_id, tool, arguments, arguments_sha256, status, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12)`,
+			a.ID, a.RunID, a.Seq, a.CallID, a.AgentID, a.GuildID, a.OrgID, a.Tool, []byte(a.Arguments), a.ArgumentsSHA256, a.CreatedAt, a.ExpiresAt); err != nil {
+			return err
+		}
+		a.Status = orchestrator.ApprovalPending
+		return appendEvents(ctx, tx, orchestrator.ApprovalRequestedEvent(a))
+	})
 	if err != nil {
 		return fmt.Errorf("store approval request %s: %w", a.ID, err)
 	}
@@ -121,11 +127,12 @@ func (s *Store) PendingApprovals(ctx context.Context, orgID string, now time.Tim
 	return nonNil(out), nil
 }
 
-// DecideApproval records a decision on a request that may still be decided; the row's lock makes
-// two deciders at once take turns, and the second finds it decided.
+// DecideApproval records a decision on a request that may still be decided, reporting
+// approval.decided in its transaction; the row's lock makes two deciders at once take turns, and
+// the second finds it decided.
 func (s *Store) DecideApproval(ctx context.Context, d orchestrator.ApprovalDecision) (orchestrator.Approval, error) {
-	a, err := scanApproval(s.pool.QueryRow(ctx, `UPDATE approvals a SET status = $3, reason = $4, decided_by = $5, decided_at = $1
-		WHERE a.id = $2 AND `+fmt.Sprintf(decidable, "$1")+` RETURNING `+approvalColumns, d.At, d.ID, d.Status, d.Reason, d.By))
+	a, err := s.endApproval(ctx, `UPDATE approvals a SET status = $3, reason = $4, decided_by = $5, decided_at = $1
+		WHERE a.id = $2 AND `+fmt.Sprintf(decidable, "$1")+` RETURNING `+approvalColumns, d.At, d.ID, d.Status, d.Reason, d.By)
 	if err == nil {
 		return a, nil
 	}
@@ -137,6 +144,20 @@ func (s *Store) DecideApproval(ctx context.Context, d orchestrator.ApprovalDecis
 		return cur, err
 	}
 	return cur, undecidable(cur)
+}
+
+// endApproval runs an update ending one request (RETURNING approvalColumns) and reports it with
+// approval.decided in the same transaction; pgx.ErrNoRows when no row was updated.
+func (s *Store) endApproval(ctx context.Context, sql string, args ...any) (orchestrator.Approval, error) {
+	var a orchestrator.Approval
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if a, err = scanApproval(tx.QueryRow(ctx, sql, args...)); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, orchestrator.ApprovalDecidedEvent(a))
+	})
+	return a, err
 }
 
 // undecidable says why a request can no longer be decided.
@@ -158,10 +179,11 @@ func undecidable(a orchestrator.Approval) error {
 	return err
 }
 
-// ExpireApproval marks a pending request expired and answers it as it then stands.
+// ExpireApproval marks a pending request expired, reporting approval.decided in its transaction,
+// and answers it as it then stands.
 func (s *Store) ExpireApproval(ctx context.Context, id, reason string, at time.Time) (orchestrator.Approval, error) {
-	a, err := scanApproval(s.pool.QueryRow(ctx, `UPDATE approvals a SET status = 'expired', reason = $3, decided_at = $1
-		WHERE a.id = $2 AND a.status = 'pending' RETURNING `+approvalColumns, at, id, reason))
+	a, err := s.endApproval(ctx, `UPDATE approvals a SET status = 'expired', reason = $3, decided_at = $1
+		WHERE a.id = $2 AND a.status = 'pending' RETURNING `+approvalColumns, at, id, reason)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.GetApproval(ctx, id, at)
 	}
@@ -171,10 +193,26 @@ func (s *Store) ExpireApproval(ctx context.Context, id, reason string, at time.T
 	return a, nil
 }
 
-// ExpireRunApprovals marks the run's pending requests expired.
+// ExpireRunApprovals marks the run's pending requests expired, reporting each with
+// approval.decided in the same transaction.
 func (s *Store) ExpireRunApprovals(ctx context.Context, runID, reason string, at time.Time) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE approvals SET status = 'expired', reason = $3, decided_at = $1 WHERE run_id = $2 AND status = 'pending'`,
-		at, runID, reason); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE approvals a SET status = 'expired', reason = $3, decided_at = $1 WHERE a.run_id = $2 AND a.status = 'pending'
+			RETURNING `+approvalColumns, at, runID, reason)
+		if err != nil {
+			return err
+		}
+		expired, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Approval, error) { return scanApproval(r) })
+		if err != nil {
+			return err
+		}
+		evs := make([]orchestrator.Event, len(expired))
+		for i, a := range expired {
+			evs[i] = orchestrator.ApprovalDecidedEvent(a)
+		}
+		return appendEvents(ctx, tx, evs...)
+	})
+	if err != nil {
 		return fmt.Errorf("expire the approval requests of run %s: %w", runID, err)
 	}
 	return nil

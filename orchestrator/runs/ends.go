@@ -98,8 +98,9 @@ func (s *Service) pickup() time.Duration {
 }
 
 // Sweep closes the runs that have had no call for Idle (reason idle) and the schedule-fired runs
-// nobody called within Pickup (reason missed), each with its run.closed event, and returns how many
-// it closed. Any replica may sweep at any time: the store never closes a run twice.
+// nobody called within Pickup (reason missed), each with its run.closed event (and its calls waiting
+// for an operator's approval answered, their requests expired), and returns how many it closed.
+// Any replica may sweep at any time: the store never closes a run twice.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	now := s.now().Truncate(time.Microsecond)
 	total := 0
@@ -112,6 +113,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 			delete(s.extras, r.ID)
 			s.mu.Unlock()
 			s.log().Info("run closed", "run_id", r.ID, "calls", r.ToolCallsUsed, "reason", r.CloseReason)
+			s.expireWaits(ctx, r.ID)
 		}
 		if err != nil || len(closed) < sweepBatch {
 			return total, err

@@ -34,9 +34,9 @@ type Service struct {
 	// Approvals holds the requests calls of tools resolved Ask wait for; nil answers such a call
 	// with an error (it never runs without an approval).
 	Approvals Approver
-	Log      *slog.Logger            // operational log; nil discards
-	Cap      int                     // result byte cap; 0 means pipeline.DefaultCap
-	Now      func() time.Time        // clock; nil means time.Now
+	Log       *slog.Logger     // operational log; nil discards
+	Cap       int              // result byte cap; 0 means pipeline.DefaultCap
+	Now       func() time.Time // clock; nil means time.Now
 	// Observe, when set, is told each call's tool (NotOfferedLabel for a name the run does not
 	// offer), outcome ("ok", an error kind such as "arguments" or "handler", or "refused") and
 	// duration (the metrics).
@@ -280,17 +280,24 @@ func (s *Service) CloseRun(ctx context.Context, id, reason string) (orchestrator
 	if err != nil {
 		return run, err
 	}
-	if s.Approvals != nil { // its calls waiting for an operator's approval answer now, without running
-		if err := s.Approvals.ExpireRun(ctx, id); err != nil {
-			s.log().Warn("a closed run's approval requests were not expired; they expire in their own time", "run_id", id, "err", err.Error())
-		}
-	}
+	s.expireWaits(ctx, id)
 	s.mu.Lock()
 	delete(s.extras, id)
 	delete(s.snapshots, id)
 	s.mu.Unlock()
 	s.log().Info("run closed", "run_id", id, "calls", run.ToolCallsUsed, "reason", run.CloseReason)
 	return run, nil
+}
+
+// expireWaits expires the approval requests of a run that closed: its calls waiting for an
+// operator's approval answer now, without running.
+func (s *Service) expireWaits(ctx context.Context, runID string) {
+	if s.Approvals == nil {
+		return
+	}
+	if err := s.Approvals.ExpireRun(ctx, runID); err != nil {
+		s.log().Warn("a closed run's approval requests were not expired; they expire in their own time", "run_id", runID, "err", err.Error())
+	}
 }
 
 // maxSnapshots bounds the run cache; past it, the cache starts over.
