@@ -694,3 +694,35 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 		t.Fatalf("approving it %v", out)
 	}
 }
+
+// TestSweptRunEndsItsWaits: a run the idle sweep closes while one of its calls waits for an
+// approval ends that wait as a close does: the request expires and the call does not run.
+func TestSweptRunEndsItsWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.runs.Idle = 300 * time.Millisecond
+	s := newAskSetup(e)
+	runID := s.askRun["id"].(string)
+	call := e.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "echo", "arguments": map[string]any{"text": "idle"}})
+	id := e.pendingOf(s.asking, 1)[0]["id"].(string)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := e.runs.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if run := e.must(200, "GET", "/api/runs/"+runID, nil); run["status"] == "closed" {
+			if run["close_reason"] != "idle" {
+				t.Fatalf("closed %v", run)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep did not close the run in 30 s")
+		}
+	}
+	if r := e.got(call, 200)["result"].(string); !strings.Contains(r, "the run was closed before anyone decided") {
+		t.Fatalf("the swept run's waiting call %q", r)
+	}
+	if got := e.must(200, "GET", "/api/approvals/"+id, nil); got["status"] != "expired" || e.order.count(runID) != 0 {
+		t.Fatalf("its request %v; the handler ran %d times", got, e.order.count(runID))
+	}
+}
