@@ -42,11 +42,18 @@ func (s *Server) platformRoutes(api fiber.Router) {
 	del.add("DELETE", "/agents/:id", "deleteAgent", write(agent), s.deleteScope(orchestrator.LevelAgent))
 }
 
-// ScopeStore is the scope store the API needs: orchestrator.ScopeStore and the deletes
-// (postgres.Store implements it).
+// ScopeStore is the scope store the API needs: orchestrator.ScopeStore, the renames and the
+// deletes (postgres.Store implements it).
 type ScopeStore interface {
 	orchestrator.ScopeStore
+	ScopeRenamer
 	ScopeDeleter
+}
+
+// ScopeRenamer renames an organisation or a guild (an agent's name is patched with its config).
+type ScopeRenamer interface {
+	RenameOrg(ctx context.Context, id, name string) (orchestrator.Org, error)
+	RenameGuild(ctx context.Context, id, name string) (orchestrator.Guild, error)
 }
 
 // ScopeDeleter deletes an organisation, guild or agent with everything under it (the foreign keys

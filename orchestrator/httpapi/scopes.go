@@ -47,6 +47,38 @@ func (s *Server) getOrg(c *fiber.Ctx) error {
 	return c.JSON(o)
 }
 
+// renameOrg answers PATCH /api/orgs/{id} {name}: the organisation, renamed.
+func (s *Server) renameOrg(c *fiber.Ctx) error {
+	var b nameBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if err := orchestrator.ValidName("organisation", b.Name); err != nil {
+		return err
+	}
+	o, err := s.Scopes.RenameOrg(c.UserContext(), c.Params("id"), b.Name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(o)
+}
+
+// renameGuild answers PATCH /api/guilds/{id} {name}: the guild, renamed.
+func (s *Server) renameGuild(c *fiber.Ctx) error {
+	var b nameBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	if err := orchestrator.ValidName("guild", b.Name); err != nil {
+		return err
+	}
+	g, err := s.Scopes.RenameGuild(c.UserContext(), c.Params("id"), b.Name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(g)
+}
+
 func (s *Server) createGuild(c *fiber.Ctx) error {
 	if err := requireID("organisation", c.Params("id")); err != nil {
 		return err

@@ -57,7 +57,9 @@ func (s *Store) deleteScope(ctx context.Context, what, table, col, id string, cl
 			return err
 		}
 		if len(open) > 0 {
-			return orchestrator.Errorf(orchestrator.ECONFLICT, "%s %s has open runs (%s); close them first (POST /api/runs/{id}/close), or delete with ?close_runs=true, which closes them", what, id, strings.Join(open, ", "))
+			e := orchestrator.Errorf(orchestrator.ECONFLICT, "%s %s has open runs (%s); close them first (POST /api/runs/{id}/close), or delete with ?close_runs=true, which closes them", what, id, strings.Join(open, ", "))
+			e.Fields = map[string]any{"open_runs": open}
+			return e
 		}
 		_, err = tx.Exec(ctx, "DELETE FROM "+table+" WHERE id = $1", id)
 		return err
