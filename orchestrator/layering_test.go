@@ -117,6 +117,8 @@ func floor(r string) string {
 		return "store"
 	case "httpapi":
 		return "httpapi"
+	case "webapp":
+		return "webapp"
 	case "cmd":
 		return "cmd"
 	}
@@ -158,6 +160,10 @@ func arrow(from, to string) string {
 	case "httpapi":
 		if ff != "httpapi" {
 			return "only cmd imports httpapi"
+		}
+	case "webapp":
+		if ff != "webapp" {
+			return "only cmd imports webapp"
 		}
 	case "config":
 		if ff != "config" {
@@ -218,6 +224,11 @@ func arrow(from, to string) string {
 			return ""
 		}
 		return "httpapi imports only the root, the rules, and data types of identity, core, connections and sandbox"
+	case "webapp":
+		if low || tf == "webapp" {
+			return ""
+		}
+		return "webapp imports only the root, the rules, and data types of identity, core, connections and sandbox: it reaches everything else through the API"
 	case "tool floor":
 		if low {
 			return ""
@@ -298,7 +309,7 @@ func TestLayering(t *testing.T) {
 			}
 			t.Errorf("%s imports %s (%s): %s", name(from), name(to), strings.Join(importers(t, p, imp), ", "), why)
 		}
-		if floor(from) == "httpapi" {
+		if floor(from) == "httpapi" || floor(from) == "webapp" {
 			checkDataTypesOnly(t, p, byPath)
 		}
 	}
@@ -394,6 +405,16 @@ func TestLayeringRule(t *testing.T) {
 		{"bindings", "connections", true},
 		{"runs", "connections/lifecycle", true},
 		{"httpapi", "connections", true},
+		{"webapp", "", true},
+		{"webapp", "identity", true},
+		{"webapp", "bindings", true},
+		{"webapp", "integrations", true},
+		{"webapp", "httpapi", false},
+		{"httpapi", "webapp", false},
+		{"webapp", "postgres", false},
+		{"webapp", "tools/secrets", false},
+		{"webapp", "connectors/mcp", false},
+		{"webapp", "config", false},
 		{"connectors/adapters", "connections", true},
 		{"connectors/mcp", "connections", true},
 		{"tools", "connections", true},

@@ -53,6 +53,13 @@ if ! cmp -s tools/oidc/package.json tools/oidc/node_modules/.installed 2>/dev/nu
   cp tools/oidc/package.json tools/oidc/node_modules/.installed
 fi
 
+# Test-only accessibility engine (npm axe-core) the operator app's browser tests run in each page.
+if ! cmp -s tools/axe/package.json tools/axe/node_modules/.installed 2>/dev/null; then
+  echo "setup: installing the test accessibility engine into tools/axe/node_modules"
+  (cd tools/axe && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp tools/axe/package.json tools/axe/node_modules/.installed
+fi
+
 # Go modules, so builds and tests start warm; the stamp lives in the data folder (GUILDS_DATA_DIR
 # from the environment or .env, as make run reads it; default .data).
 dotenv() { [ -f .env ] && sed -n -E "s/^[[:space:]]*(export[[:space:]]+)?$1=[\"']?([^\"'#]*)[\"']?.*/\2/p" .env | tail -n 1 || true; }

@@ -40,6 +40,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/tools/scripts"
 	"github.com/guildsai/guilds/orchestrator/tools/search"
 	"github.com/guildsai/guilds/orchestrator/tools/secrets"
+	"github.com/guildsai/guilds/orchestrator/webapp"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -160,6 +161,11 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
 		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals})
+	// The operator app, on the API's listener at /: it calls the API in process, through the same
+	// handler (and so the same guard) as any other client.
+	app := &webapp.App{Log: log}
+	app.Mount(g.App)
+	app.API = webapp.API(g.App.Handler())
 	return g, nil
 }
 
