@@ -168,6 +168,9 @@ func (a *app) raw(method, path string, body any) (int, []byte) {
 // (the page shows why): not an error of the page.
 var refusedForm = regexp.MustCompile(`^Failed to load resource: the server responded with a status of (400|403|409|422|429|502) `)
 
+// screenshotHeight is the most of a page a screenshot holds.
+const screenshotHeight = 1300
+
 // tab is one browser context (its own cookies) with one page, driven by role and name.
 type tab struct {
 	t      *testing.T
@@ -379,7 +382,18 @@ func (tb *tab) check(name string) {
 			tb.t.Fatal(err)
 		}
 	}
-	if _, err := tb.page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true)}); err != nil {
+	// The page from its top, at most screenshotHeight tall (a long Tools view is cut: the README
+	// shows its head).
+	h, err := tb.page.Evaluate(`() => document.documentElement.scrollHeight`)
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	height := screenshotHeight
+	if n, ok := h.(int); ok && n < height {
+		height = n
+	}
+	clip := &playwright.Rect{X: 0, Y: 0, Width: 1280, Height: float64(height)}
+	if _, err := tb.page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true), Clip: clip}); err != nil {
 		tb.t.Fatalf("screenshot %s: %v", name, err)
 	}
 }

@@ -125,29 +125,19 @@ func (p place) crumbs() []link {
 // tabs are the sections of the place the session may open: a section whose every route it would
 // be refused is not shown.
 func (p place) tabs(me *session) []link {
-	base, ch := p.Href(), p.Chain()
-	operator := me.can(ch, orchestrator.RoleOperator)
-	var out []link
+	base := p.Href()
+	out := []link{{Label: "Overview", Href: base}, {Label: "Tools", Href: base + "/tools"}}
 	switch p.Scope() {
 	case orchestrator.ScopeOrg:
-		out = []link{{Label: "Guilds", Href: base}, {Label: "Tools", Href: base + "/tools"}, {Label: "Issues", Href: base + "/issues"}}
-		if me.can(ch, orchestrator.RoleViewer) {
-			out = append(out, link{Label: "Collections", Href: base + "/collections"})
-		}
-		if operator {
-			out = append(out, link{Label: "Settings", Href: base + "/settings"})
-		}
+		out[0].Label = "Guilds"
 	case orchestrator.ScopeGuild:
-		out = []link{{Label: "Agents", Href: base}, {Label: "Tools", Href: base + "/tools"}, {Label: "Issues", Href: base + "/issues"},
-			{Label: "Collections", Href: base + "/collections"}}
-		if operator {
-			out = append(out, link{Label: "Settings", Href: base + "/settings"})
-		}
-	default:
-		out = []link{{Label: "Overview", Href: base}, {Label: "Tools", Href: base + "/tools"}, {Label: "Runs", Href: base + "/runs"}}
-		if operator { // a viewer never sees a secret's name
-			out = append(out, link{Label: "Secrets", Href: base + "/secrets"})
-		}
+		out[0].Label = "Agents"
+	}
+	if p.Scope() != orchestrator.ScopeAgent {
+		out = append(out, link{Label: "Issues", Href: base + "/issues"})
+	}
+	if p.Scope() != orchestrator.ScopeAgent && me.can(p.Chain(), orchestrator.RoleOperator) {
+		out = append(out, link{Label: "Settings", Href: base + "/settings"})
 	}
 	return out
 }

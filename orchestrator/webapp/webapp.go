@@ -51,6 +51,9 @@ func (a *App) Mount(r fiber.Router) {
 	r.Get("/invitations/accept", a.acceptPage)
 	r.Post("/invitations/accept", a.accept)
 	a.scopeRoutes(r)
+	a.toolRoutes(r)
+	a.runRoutes(r)
+	a.issueRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
@@ -65,12 +68,7 @@ func isAPI(path string) bool {
 	return path == "/api" || len(path) > 4 && path[:5] == "/api/" || path == "/healthz" || path == "/readyz" || path == "/metrics"
 }
 
-// navItems is the top navigation: every account's items, and Admin for the instance admin. (The
-// approvals inbox joins it here when it lands.)
+// navItems is the top navigation. (Admin joins it for the instance admin when its pages land.)
 func navItems(d pageData) []link {
-	items := []link{{Label: "Organisations", Href: "/orgs"}}
-	if d.Me != nil && d.Me.Admin {
-		items = append(items, link{Label: "Admin", Href: "/admin"})
-	}
-	return items
+	return []link{{Label: "Organisations", Href: "/orgs"}}
 }

@@ -2,6 +2,9 @@
 (function () {
   "use strict";
 
+  // With this script running, a control that saves on change needs no Save button (.nojs).
+  document.documentElement.classList.add("js");
+
   // A form is sent once: a second submit (a double click) before the answer is dropped. The
   // server also answers a form's second sending with the first's result (its once token).
   document.addEventListener("submit", function (e) {

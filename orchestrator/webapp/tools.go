@@ -1,0 +1,227 @@
+package webapp
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/bindings"
+)
+
+// toolRoutes registers the Tools view at an organisation, a guild and an agent, and the control
+// that sets a tool's or server's binding there.
+func (a *App) toolRoutes(r fiber.Router) {
+	for _, s := range []struct{ coll, scope string }{{"orgs", orchestrator.ScopeOrg}, {"guilds", orchestrator.ScopeGuild}, {"agents", orchestrator.ScopeAgent}} {
+		r.Get("/"+s.coll+"/:id/tools", a.page(a.tools(s.scope)))
+		r.Post("/"+s.coll+"/:id/tools", a.action(a.setBinding(s.scope)))
+	}
+}
+
+// Control values of the Inherit / On / Off control.
+const (
+	controlInherit = "inherit"
+	controlOn      = "on"
+	controlOff     = "off"
+)
+
+// toolsData is the Tools view's.
+type toolsData struct {
+	Place   place
+	Groups  []toolGroup
+	Servers []serverRow
+	Can     bool   // may set bindings here
+	Action  string // where a control posts
+	Agent   bool   // the view is an agent's: "offered" is what a direct run of it is offered
+}
+
+// toolGroup is one group of native tools, as the specification groups them.
+type toolGroup struct {
+	Name  string
+	Tools []toolRow
+}
+
+// toolRow is one native tool or server tool: its control here and what it resolves to.
+type toolRow struct {
+	Kind, ID, Name string // the binding's catalog kind and id, and the name shown (the model's name)
+	Field          string // a safe id for the row's elements
+	Binding        bool   // decided by bindings (false: by the agent's flags, or always offered)
+	Control        string // inherit, on or off: the row at this scope
+	On             bool   // what it resolves to
+	From           string // the scope that decided it, for people ("guild Research"); "" when none did
+	Offered        bool   // an agent's view: offered on a direct run
+	Why            string // why it is not offered
+	Rule           string // a tool no binding decides: what does (the agent's flags, or always offered)
+}
+
+// serverRow is one catalog server: its control, connection and tools.
+type serverRow struct {
+	toolRow
+	Status   string   // the login's state: connected, pending, disconnected; "" without one
+	ConnFrom string   // the scope whose binding chose the login, for people
+	NotSetUp []string // the variables to set before it can be connected (its OAuth client or App)
+	Unset    bool     // not set up
+	Note     string
+	Tools    []toolRow
+}
+
+// tools shows every native tool grouped, and every catalog server with its tools, each with its
+// control and resolved state.
+func (a *App) tools(scope string) func(v *view) error {
+	return func(v *view) error { return a.showTools(v, scope, http.StatusOK, "") }
+}
+
+func (a *App) showTools(v *view, scope string, status int, notice string) error {
+	p, err := v.placeOf(scope, v.c.Params("id"))
+	if err != nil {
+		return err
+	}
+	coll := map[string]string{orchestrator.ScopeOrg: "orgs", orchestrator.ScopeGuild: "guilds", orchestrator.ScopeAgent: "agents"}[scope]
+	var acc bindings.Access
+	if err := v.get(apiPath(coll, p.ID(), "tools"), &acc); err != nil {
+		return err
+	}
+	var rows struct {
+		Bindings []orchestrator.Binding `json:"bindings"`
+	}
+	if err := v.get("/api/bindings?"+url.Values{"scope": {scope}, "scope_id": {p.ID()}}.Encode(), &rows); err != nil {
+		return err
+	}
+	here := map[string]string{}
+	for _, b := range rows.Bindings {
+		c := controlOff
+		if b.Enabled {
+			c = controlOn
+		}
+		here[b.CatalogKind+"/"+b.CatalogID] = c
+	}
+	control := func(kind, id string) string {
+		if c, ok := here[kind+"/"+id]; ok {
+			return c
+		}
+		return controlInherit
+	}
+	d := toolsData{Place: p, Can: v.me.can(p.Chain(), orchestrator.RoleOperator), Action: p.Href() + "/tools", Agent: scope == orchestrator.ScopeAgent}
+	groups := map[string]*toolGroup{}
+	for _, t := range acc.Native {
+		r := toolRow{Kind: orchestrator.CatalogNativeTool, ID: t.Name, Name: t.Name, Field: fieldID("n", t.Name), Binding: t.Binding,
+			Control: control(orchestrator.CatalogNativeTool, t.Name), On: t.Enabled, From: fromLabel(p, t.DecidedBy), Offered: t.Offered, Why: t.Reason}
+		r.Why = strings.TrimPrefix(r.Why, "not offered: ") // the state beside it says Not offered
+		if !t.Binding {
+			r.On = t.Offered
+			r.Rule = "by the agent's flags"
+			if t.Family == orchestrator.FamilyAlways {
+				r.Rule = "always offered"
+			}
+		}
+		if it := v.inst.toolNotSetUp(t.Name); it != nil && r.Why == "" {
+			r.Offered, r.Why = false, "set "+strings.Join(it.missing(), " and ")+" (integration "+it.Name+")"
+		}
+		g, ok := groups[t.Group]
+		if !ok {
+			g = &toolGroup{Name: t.Group}
+			groups[t.Group] = g
+		}
+		g.Tools = append(g.Tools, r)
+	}
+	for _, g := range groups {
+		d.Groups = append(d.Groups, *g)
+	}
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Name < d.Groups[j].Name })
+	for _, s := range acc.Servers {
+		sr := serverRow{toolRow: toolRow{Kind: orchestrator.CatalogMCP, ID: s.Slug, Name: s.Name, Field: fieldID("s", s.Slug), Binding: true,
+			Control: control(orchestrator.CatalogMCP, s.Slug), On: s.Enabled, From: fromLabel(p, s.DecidedBy)},
+			Status: s.ConnectionStatus, ConnFrom: fromLabel(p, s.ConnectionFrom), Note: s.Note}
+		if s.ListError != "" {
+			sr.Note = strings.TrimSpace(sr.Note + " The last listing failed: " + s.ListError)
+		}
+		if s.OAuthSetupState == "unsupported" && s.ConnectionID == "" {
+			sr.Unset = true
+			if it := v.inst.connectorIntegration(s.Slug); it != nil {
+				sr.NotSetUp = it.missing()
+			}
+		}
+		for _, t := range s.Tools {
+			tr := toolRow{Kind: orchestrator.CatalogMCPTool, ID: t.Name, Name: t.Name, Field: fieldID("t", t.Name), Binding: true,
+				Control: control(orchestrator.CatalogMCPTool, t.Name), On: t.Enabled, From: fromLabel(p, t.DecidedBy)}
+			tr.Offered = t.Enabled && s.Enabled && s.ConnectionStatus == orchestrator.ConnConnected
+			if !s.Enabled {
+				tr.Why = "its server is Off"
+			} else if s.ConnectionID == "" {
+				tr.Why = "no login is bound"
+			}
+			sr.Tools = append(sr.Tools, tr)
+		}
+		d.Servers = append(d.Servers, sr)
+	}
+	pd := v.at(p, "Tools", "Tools · "+p.Name(), d)
+	pd.Notice = notice
+	return a.render(v.c, status, "tools", pd)
+}
+
+// fromLabel names the scope that decided a state for people, from the place the view is at.
+func fromLabel(p place, scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return p.Label(scope)
+}
+
+// fieldID makes an element id from a tool's or server's name (letters, digits, - and _ only).
+func fieldID(prefix, name string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	b.WriteByte('-')
+	for _, r := range name {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// setBinding writes the control's choice at the view's scope: On or Off is a binding row there
+// (PUT /api/bindings), Inherit deletes it (DELETE /api/bindings), and the view is shown again.
+func (a *App) setBinding(scope string) func(v *view) error {
+	return func(v *view) error {
+		p, err := v.placeOf(scope, v.c.Params("id"))
+		if err != nil {
+			return err
+		}
+		kind, id, state := v.c.FormValue("kind"), v.c.FormValue("catalog_id"), v.c.FormValue("state")
+		switch kind {
+		case orchestrator.CatalogNativeTool, orchestrator.CatalogMCP, orchestrator.CatalogMCPTool:
+		default:
+			return &apiError{Status: http.StatusUnprocessableEntity, Code: orchestrator.EINVALID, Message: "kind must be native_tool, mcp or mcp_tool, got " + quote(kind)}
+		}
+		body := map[string]any{"scope": scope, "scope_id": p.ID(), "catalog_kind": kind, "catalog_id": id}
+		var what string
+		switch state {
+		case controlInherit:
+			err, what = v.send(fiber.MethodDelete, "/api/bindings", body, nil), "inherits"
+		case controlOn, controlOff:
+			body["enabled"] = state == controlOn
+			err, what = v.send(fiber.MethodPut, "/api/bindings", body, nil), "is "+titleCase(state)
+		default:
+			return &apiError{Status: http.StatusUnprocessableEntity, Code: orchestrator.EINVALID, Message: "state must be inherit, on or off, got " + quote(state)}
+		}
+		if err != nil { // the API's reason, in the page's notice (a.fail)
+			return err
+		}
+		notice := id + " " + what + " at " + p.Label(scope) + "."
+		if !v.htmx() {
+			return v.seeOther(p.Href() + "/tools")
+		}
+		return a.showTools(v, scope, http.StatusOK, notice)
+	}
+}
+
+// quote is a value quoted for a message.
+func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") + "\"" }
+
+// Row is the server's own row (its control and state).
+func (s serverRow) Row() toolRow { return s.toolRow }
