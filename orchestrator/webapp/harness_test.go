@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 
 // missing skips the test when a real part the browser tests run on is not installed, or fails it
 // under CI=1, where every part must be there.
-func missing(t *testing.T, format string, args ...any) {
+func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...) + " (make setup installs it)"
 	if os.Getenv("CI") != "" {
@@ -68,7 +68,7 @@ func chromiumPath() string {
 
 // startBrowser starts Playwright over tools/node_modules/playwright-core with the system node,
 // and a headless Chromium with the flags this machine's closed network needs.
-func startBrowser(t *testing.T) playwright.Browser {
+func startBrowser(t testing.TB) playwright.Browser {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath()); err != nil {
 		missing(t, "chromium is not installed")
@@ -113,12 +113,12 @@ func startBrowser(t *testing.T) playwright.Browser {
 
 // app is one orchestrator, as `orchestrator serve` builds it, with its operator app.
 type app struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 }
 
 // newApp serves an orchestrator with its app on a test database.
-func newApp(t *testing.T, env map[string]string) *app {
+func newApp(t testing.TB, env map[string]string) *app {
 	t.Helper()
 	e := map[string]string{"GUILDS_SECRET_KEY": wiretest.SecretKey, "GUILDS_SANDBOX": "local", "GUILDS_SANDBOX_NETWORK": "none"}
 	if d := os.Getenv("GUILDS_BIN_DIR"); d != "" {
@@ -173,7 +173,7 @@ const screenshotHeight = 1300
 
 // tab is one browser context (its own cookies) with one page, driven by role and name.
 type tab struct {
-	t      *testing.T
+	t      testing.TB
 	a      *app
 	ctx    playwright.BrowserContext
 	page   playwright.Page
@@ -394,6 +394,19 @@ func (tb *tab) check(name string) {
 	}
 	clip := &playwright.Rect{X: 0, Y: 0, Width: 1280, Height: float64(height)}
 	if _, err := tb.page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true), Clip: clip}); err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+}
+
+// shotOf writes, with -update, a screenshot of one element (a section of a long view) to
+// docs/screenshots/<name>.png; check has already run on its page.
+func (tb *tab) shotOf(name string, l playwright.Locator) {
+	tb.t.Helper()
+	path := filepath.Join(tb.t.TempDir(), name+".png")
+	if *update {
+		path = filepath.Join(repoRoot, "docs", "screenshots", name+".png")
+	}
+	if _, err := l.Screenshot(playwright.LocatorScreenshotOptions{Path: playwright.String(path)}); err != nil {
 		tb.t.Fatalf("screenshot %s: %v", name, err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // client is a browser-like HTTP client (cookies kept, redirects not followed) on the app.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	a    *app
 	hc   *http.Client
 	csrf string

@@ -129,7 +129,13 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 	for _, g := range groups {
 		d.Groups = append(d.Groups, *g)
 	}
-	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Name < d.Groups[j].Name })
+	sort.Slice(d.Groups, func(i, j int) bool { // the groups bindings decide first: the ones with controls
+		bi, bj := d.Groups[i].Tools[0].Binding, d.Groups[j].Tools[0].Binding
+		if bi != bj {
+			return bi
+		}
+		return d.Groups[i].Name < d.Groups[j].Name
+	})
 	for _, s := range acc.Servers {
 		sr := serverRow{toolRow: toolRow{Kind: orchestrator.CatalogMCP, ID: s.Slug, Name: s.Name, Field: fieldID("s", s.Slug), Binding: true,
 			Control: control(orchestrator.CatalogMCP, s.Slug), On: s.Enabled, From: fromLabel(p, s.DecidedBy)},

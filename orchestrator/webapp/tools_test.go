@@ -39,6 +39,17 @@ func TestToolsView(t *testing.T) {
 		t.Fatalf("the guild's bindings after Off: %v", rows)
 	}
 	tb.check("tools-guild")
+	// Each catalog server is a region named by its name, with its state; Google Drive has no OAuth
+	// client on this box, so it says Not set up and names the variables to set.
+	drive := tb.see("region", "Google Drive")
+	if err := playwright.NewPlaywrightAssertions(15000).Locator(drive).ToContainText("Not set up"); err != nil {
+		t.Fatal(err)
+	}
+	if err := playwright.NewPlaywrightAssertions(15000).Locator(drive).ToContainText("GMAIL_OAUTH_CLIENT_ID"); err != nil {
+		t.Fatal(err)
+	}
+	tb.see("radiogroup", "Google Drive")
+	tb.shotOf("tools-connector", drive.First())
 
 	// On for Scout alone.
 	tb.go_("/agents/" + scout + "/tools")
