@@ -128,7 +128,7 @@ var funcs = template.FuncMap{
 	"when":        when,
 	"ago":         ago,
 	"scopeName":   scopeName,
-	"query":       func(k, v string) string { return url.QueryEscape(k) + "=" + url.QueryEscape(v) },
+	"query":       queryOf,
 	"once":        randomToken,
 	"add":         func(a, b int) int { return a + b },
 	"dict":        dict,
@@ -243,3 +243,6 @@ func dict(kv ...any) map[string]any {
 	}
 	return m
 }
+
+// queryOf is one query parameter, escaped.
+func queryOf(k, v string) string { return url.QueryEscape(k) + "=" + url.QueryEscape(v) }

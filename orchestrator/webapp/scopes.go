@@ -136,8 +136,12 @@ func (p place) tabs(me *session) []link {
 	if p.Scope() != orchestrator.ScopeAgent {
 		out = append(out, link{Label: "Issues", Href: base + "/issues"})
 	}
-	if p.Scope() != orchestrator.ScopeAgent && me.can(p.Chain(), orchestrator.RoleOperator) {
+	operator := me.can(p.Chain(), orchestrator.RoleOperator)
+	if p.Scope() != orchestrator.ScopeAgent && operator {
 		out = append(out, link{Label: "Settings", Href: base + "/settings"})
+	}
+	if p.Scope() == orchestrator.ScopeAgent && operator { // a viewer never sees a secret's name
+		out = append(out, link{Label: "Secrets", Href: base + "/secrets"})
 	}
 	return out
 }

@@ -54,6 +54,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.toolRoutes(r)
 	a.runRoutes(r)
 	a.issueRoutes(r)
+	a.secretRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
