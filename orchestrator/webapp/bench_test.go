@@ -46,6 +46,7 @@ func BenchmarkPages(b *testing.B) {
 		{"guild", "/guilds/" + guild, []string{guildR, orgR, guildR + "/agents"}},
 		{"agent", "/agents/" + agent, []string{agentR, guildR, orgR}},
 		{"tools", "/agents/" + agent + "/tools", []string{agentR, guildR, orgR, agentR + "/tools", "/api/bindings?scope=agent&scope_id=" + agent}},
+		{"runs", "/agents/" + agent + "/runs", []string{agentR, guildR, orgR, agentR + "/runs"}},
 		{"run", "/runs/" + run, []string{"/api/runs/" + run, agentR, guildR, orgR, "/api/runs/" + run + "/calls?limit=50"}},
 		{"issues", "/guilds/" + guild + "/issues", []string{guildR, orgR, guildR + "/issues", guildR + "/agents"}},
 	}

@@ -11,7 +11,39 @@ import (
 
 // runRoutes registers a run's page: what it was offered and its calls, paged.
 func (a *App) runRoutes(r fiber.Router) {
+	r.Get("/agents/:id/runs", a.page(a.agentRuns))
 	r.Get("/runs/:id", a.page(a.run))
+}
+
+// runsData is an agent's runs page.
+type runsData struct {
+	Place place
+	Runs  []orchestrator.Run
+	Next  string // the next (older) page's link, "" on the last
+}
+
+// agentRuns lists an agent's runs, open and closed, newest first, a page at a time.
+func (a *App) agentRuns(v *view) error {
+	p, err := v.placeAgent(v.c.Params("id"))
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if b := v.c.Query("before"); b != "" {
+		q.Set("before", b)
+	}
+	var out struct {
+		Runs       []orchestrator.Run `json:"runs"`
+		NextBefore *string            `json:"next_before"`
+	}
+	if err := v.get(apiPath("agents", p.Agent.ID, "runs")+"?"+q.Encode(), &out); err != nil {
+		return err
+	}
+	d := runsData{Place: p, Runs: out.Runs}
+	if out.NextBefore != nil {
+		d.Next = p.Href() + "/runs?" + queryOf("before", *out.NextBefore)
+	}
+	return a.render(v.c, http.StatusOK, "runs", v.at(p, "Runs", "Runs · "+p.Agent.Name, d))
 }
 
 // callsPerPage is how many calls a run's page shows at once.
@@ -57,7 +89,7 @@ func (a *App) run(v *view) error {
 	if calls.NextAfter != nil {
 		d.Next = "/runs/" + run.ID + "?after=" + strconv.FormatInt(*calls.NextAfter, 10)
 	}
-	pd := v.at(p, "", "Run "+run.ID, d)
+	pd := v.at(p, "Runs", "Run "+run.ID, d)
 	pd.Heading = "Run " + run.ID
 	pd.Crumbs = append(pd.Crumbs, link{Label: p.Agent.Name, Href: p.Href()})
 	return a.render(v.c, http.StatusOK, "run", pd)

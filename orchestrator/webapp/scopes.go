@@ -140,6 +140,9 @@ func (p place) tabs(me *session) []link {
 	if p.Scope() != orchestrator.ScopeAgent && operator {
 		out = append(out, link{Label: "Settings", Href: base + "/settings"})
 	}
+	if p.Scope() == orchestrator.ScopeAgent {
+		out = append(out, link{Label: "Runs", Href: base + "/runs"})
+	}
 	if p.Scope() == orchestrator.ScopeAgent && operator { // a viewer never sees a secret's name
 		out = append(out, link{Label: "Secrets", Href: base + "/secrets"})
 	}

@@ -87,7 +87,12 @@ func TestToolsView(t *testing.T) {
 		t.Fatalf("Other's run is offered note_write, which is Off at its guild")
 	}
 	a.api(200, "POST", "/api/runs/"+scoutRun+"/calls", map[string]any{"name": "note_write", "arguments": map[string]any{"level": "agent", "key": "plan.md", "content": "First steps"}})
-	tb.go_("/runs/" + scoutRun)
+	tb.go_("/agents/" + scout)
+	tb.follow("Runs")
+	tb.see("heading", "Runs, newest first")
+	tb.check("runs")
+	tb.follow(scoutRun)
+	tb.waitPath("/runs/" + scoutRun)
 	list := tb.see("list", "Offered tools ("+strconv.Itoa(len(got))+")")
 	n, err := list.GetByRole("listitem").Count()
 	if err != nil || n != len(got) {
