@@ -54,6 +54,7 @@ type toolRow struct {
 	Offered        bool   // an agent's view: offered on a direct run
 	Why            string // why it is not offered
 	Rule           string // a tool no binding decides: what does (the agent's flags, or always offered)
+	Test           string // a connected login's listed tool: its Test page
 }
 
 // serverRow is one catalog server: its control, connection and tools.
@@ -153,6 +154,9 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 			tr := toolRow{Kind: orchestrator.CatalogMCPTool, ID: t.Name, Name: t.Name, Field: fieldID("t", t.Name), Binding: true,
 				Control: control(orchestrator.CatalogMCPTool, t.Name), On: t.Enabled, From: fromLabel(p, t.DecidedBy)}
 			tr.Offered = t.Enabled && s.Enabled && s.ConnectionStatus == orchestrator.ConnConnected
+			if s.ConnectionID != "" && s.ConnectionStatus == orchestrator.ConnConnected && d.Can {
+				tr.Test = "/connections/" + s.ConnectionID + "/tools/" + t.Name + "/test?" + queryOf("back", d.Action)
+			}
 			if !s.Enabled {
 				tr.Why = "its server is Off"
 			} else if s.ConnectionID == "" {

@@ -55,6 +55,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.runRoutes(r)
 	a.issueRoutes(r)
 	a.secretRoutes(r)
+	a.testRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
