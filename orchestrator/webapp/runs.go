@@ -18,30 +18,31 @@ func (a *App) runRoutes(r fiber.Router) {
 // runsData is an agent's runs page.
 type runsData struct {
 	Place place
-	Runs  []orchestrator.Run
+	Runs  []orchestrator.RunSummary
 	Next  string // the next (older) page's link, "" on the last
 }
 
-// agentRuns lists an agent's runs, open and closed, newest first, a page at a time.
+// agentRuns lists an agent's runs, open and closed, newest first, a page at a time
+// (GET /api/agents/{id}/runs).
 func (a *App) agentRuns(v *view) error {
 	p, err := v.placeAgent(v.c.Params("id"))
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	if b := v.c.Query("before"); b != "" {
-		q.Set("before", b)
+	q := url.Values{"limit": {"20"}}
+	if after := v.c.Query("after"); after != "" {
+		q.Set("after", after)
 	}
 	var out struct {
-		Runs       []orchestrator.Run `json:"runs"`
-		NextBefore *string            `json:"next_before"`
+		Runs      []orchestrator.RunSummary `json:"runs"`
+		NextAfter *string                   `json:"next_after"`
 	}
 	if err := v.get(apiPath("agents", p.Agent.ID, "runs")+"?"+q.Encode(), &out); err != nil {
 		return err
 	}
 	d := runsData{Place: p, Runs: out.Runs}
-	if out.NextBefore != nil {
-		d.Next = p.Href() + "/runs?" + queryOf("before", *out.NextBefore)
+	if out.NextAfter != nil {
+		d.Next = p.Href() + "/runs?" + queryOf("after", *out.NextAfter)
 	}
 	return a.render(v.c, http.StatusOK, "runs", v.at(p, "Runs", "Runs · "+p.Agent.Name, d))
 }
