@@ -134,7 +134,7 @@ var funcs = template.FuncMap{
 	"dict":        dict,
 	"lower":       strings.ToLower,
 	"title":       titleCase,
-	"list":        func(s ...string) []string { return s },
+	"row":         rowOf,
 }
 
 // parseTemplates parses every page file with the layout and the parts.

@@ -235,3 +235,28 @@ func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") 
 
 // Row is the server's own row (its control and state).
 func (s serverRow) Row() toolRow { return s.toolRow }
+
+// choice is one option of the Inherit / On / Off control.
+type choice struct {
+	Value, Label string
+	Checked      bool
+}
+
+// Choices are the control's three options, the row's own checked.
+func (r toolRow) Choices() [3]choice {
+	return [3]choice{{controlInherit, "Inherit", r.Control == controlInherit}, {controlOn, "On", r.Control == controlOn}, {controlOff, "Off", r.Control == controlOff}}
+}
+
+// rowArgs is what the toolrow template reads: the row, the view's data, the form token, and
+// whether the row is a server's own.
+type rowArgs struct {
+	T      toolRow
+	D      toolsData
+	CSRF   string
+	Server bool
+}
+
+// rowOf builds the toolrow template's argument.
+func rowOf(t toolRow, d toolsData, csrf string, server bool) rowArgs {
+	return rowArgs{T: t, D: d, CSRF: csrf, Server: server}
+}
