@@ -52,17 +52,24 @@ func (a *App) issues(scope string) func(v *view) error {
 			return err
 		}
 		guilds, agents := map[string]string{}, map[string]string{}
-		if p.Guild != nil {
-			guilds[p.Guild.ID] = p.Guild.Name
+		named := map[string]bool{} // the guilds whose agents are named
+		for _, is := range out.Issues {
+			if named[is.GuildID] {
+				continue
+			}
+			named[is.GuildID] = true
 			var ags struct {
 				Agents []orchestrator.Agent `json:"agents"`
 			}
-			if err := v.get(apiPath("guilds", p.Guild.ID, "agents"), &ags); err != nil {
+			if err := v.get(apiPath("guilds", is.GuildID, "agents"), &ags); err != nil {
 				return err
 			}
 			for _, ag := range ags.Agents {
 				agents[ag.ID] = ag.Name
 			}
+		}
+		if p.Guild != nil {
+			guilds[p.Guild.ID] = p.Guild.Name
 		} else {
 			var gs struct {
 				Guilds []orchestrator.Guild `json:"guilds"`
