@@ -198,9 +198,10 @@ func (s *Session) attach(ctx context.Context, cdpURL string) error {
 	return nil
 }
 
-// probeCDP checks the DevTools endpoint answers, so an unreachable one gets a fast, clear error.
+// probeCDP checks the DevTools endpoint answers, so an unreachable one gets a fast, clear error (a
+// refused connection fails at once; a Chromium that listens but is slow on a loaded machine gets 20 s).
 func probeCDP(ctx context.Context, cdpURL string) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	u := strings.TrimSuffix(cdpURL, "/") + "/json/version"
 	if strings.HasPrefix(cdpURL, "ws") {
