@@ -327,7 +327,7 @@ func stopDaemon(box Sandbox) {
 		return // the daemon ended with its sandbox; do not start one to look for it
 	}
 	file := box.Places().RunDir + "/browser/daemon.pid"
-	if _, err := box.ReadFile(context.Background(), file); err != nil {
+	if _, err := box.ReadFile(context.Background(), file, 64); err != nil { // a pid
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

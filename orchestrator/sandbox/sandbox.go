@@ -11,9 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -79,8 +79,22 @@ type Sandbox interface {
 	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	// WriteFile atomically writes a file at a sandbox path under Places().Home or Places().RunDir.
 	WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error
-	// ReadFile reads a file at a sandbox path under Places().Home or Places().RunDir.
-	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// WriteFrom atomically writes what r holds as a file at a sandbox path under Places().Home,
+	// creating missing folders, and returns its size; past limit bytes it writes nothing and
+	// answers a *TooLargeError.
+	WriteFrom(ctx context.Context, name string, r io.Reader, perm fs.FileMode, limit int64) (int64, error)
+	// ReadFile reads a regular file at a sandbox path under Places().Home or Places().RunDir, at
+	// most limit bytes: a larger file is a *TooLargeError, anything but a regular file a
+	// *NotRegularError, a link a *LinkError; the read never blocks on a FIFO.
+	ReadFile(ctx context.Context, name string, limit int64) ([]byte, error)
+	// Open opens a regular file (to stream) or a folder (listed) at a sandbox path under
+	// Places().Home, never through a link and never blocking; the caller closes it.
+	Open(ctx context.Context, name string) (*Node, error)
+	// Import unpacks a tar stream into the new folder dir under Places().Home (or one that is
+	// empty), at most limit bytes unpacked. An entry that is absolute, leaves the folder (by its
+	// name, a link's target or a hard link's), or is a device or a FIFO refuses the whole archive
+	// with an *ImportError, and nothing is written.
+	Import(ctx context.Context, dir string, archive io.Reader, limit int64) (Imported, error)
 	// Remove deletes a file (or empty folder) at a sandbox path under Places().Home or
 	// Places().RunDir; a link is removed, never followed. A missing file is not an error.
 	Remove(ctx context.Context, name string) error
@@ -119,197 +133,3 @@ type dirs struct{ root string }
 func (d dirs) home() string { return filepath.Join(d.root, "home") }
 func (d dirs) run() string  { return filepath.Join(d.root, "run") }
 func (d dirs) tmp() string  { return filepath.Join(d.root, "tmp") }
-
-// fileAPI maps sandbox paths onto the agent's files. The workspace (and a local sandbox's run
-// folder) is a host folder reached through os.Root, so a link the agent planted can never make the
-// orchestrator read or write outside it; files it creates there belong to the agent's host owner.
-// A run folder that lives only inside the sandbox (bubblewrap's tmpfs) is reached by commands run
-// in the sandbox as the agent.
-type fileAPI struct {
-	places Places
-	home   string // host folder behind places.Home
-	run    string // host folder behind places.RunDir; "" when it lives only inside the sandbox
-	owner  owner
-	exec   func(ctx context.Context, req ExecRequest) (ExecResult, error) // runs in the sandbox, for run files
-}
-
-// locate splits a sandbox path into the host folder that holds it ("" for the in-sandbox run
-// folder) and the path inside that folder.
-func (f fileAPI) locate(name string) (hostDir, rel string, err error) {
-	if !path.IsAbs(name) {
-		return "", "", fmt.Errorf("sandbox path %q is not absolute", name)
-	}
-	clean := path.Clean(name)
-	for _, m := range []struct{ sandbox, host string }{{f.places.RunDir, f.run}, {f.places.Home, f.home}} {
-		if clean == m.sandbox {
-			return m.host, ".", nil
-		}
-		if strings.HasPrefix(clean, m.sandbox+"/") {
-			return m.host, strings.TrimPrefix(clean, m.sandbox+"/"), nil
-		}
-	}
-	return "", "", fmt.Errorf("sandbox path %q is outside %s and %s", name, f.places.Home, f.places.RunDir)
-}
-
-func (f fileAPI) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	hostDir, rel, err := f.locate(name)
-	if err != nil {
-		return err
-	}
-	if rel == "." {
-		return fmt.Errorf("sandbox path %q is a folder", name)
-	}
-	if hostDir == "" {
-		return f.inside(ctx, "write", name, writeScript, data, fmt.Sprintf("%o", perm.Perm()))
-	}
-	root, err := os.OpenRoot(hostDir)
-	if err != nil {
-		return fmt.Errorf("open sandbox folder: %w", err)
-	}
-	defer root.Close()
-	dir := path.Dir(rel)
-	if err := f.mkdirAll(root, dir); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := path.Join(dir, fmt.Sprintf(".%s.tmp-%d", path.Base(rel), time.Now().UnixNano()))
-	file, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	var werr error
-	if f.owner.set() {
-		werr = file.Chown(f.owner.uid, f.owner.gid)
-	}
-	if werr == nil {
-		_, werr = file.Write(data)
-	}
-	cerr := file.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		// Rename replaces a link at the destination rather than writing through it.
-		werr = root.Rename(tmp, rel)
-	}
-	if werr != nil {
-		_ = root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, werr)
-	}
-	return nil
-}
-
-// mkdirAll creates dir and its missing parents inside root, owned by the agent's host owner.
-func (f fileAPI) mkdirAll(root *os.Root, dir string) error {
-	if !f.owner.set() {
-		return root.MkdirAll(dir, 0o755)
-	}
-	at := ""
-	for _, part := range strings.Split(dir, "/") {
-		if part == "" || part == "." {
-			continue
-		}
-		at = path.Join(at, part)
-		err := root.Mkdir(at, 0o755)
-		switch {
-		case err == nil:
-			if err := root.Lchown(at, f.owner.uid, f.owner.gid); err != nil {
-				return err
-			}
-		case !errors.Is(err, fs.ErrExist):
-			return err
-		}
-	}
-	return nil
-}
-
-func (f fileAPI) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	hostDir, rel, err := f.locate(name)
-	if err != nil {
-		return nil, err
-	}
-	if hostDir == "" {
-		var out []byte
-		err := f.insideRead(ctx, name, &out)
-		return out, err
-	}
-	root, err := os.OpenRoot(hostDir)
-	if err != nil {
-		return nil, fmt.Errorf("open sandbox folder: %w", err)
-	}
-	defer root.Close()
-	b, err := root.ReadFile(rel)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	return b, nil
-}
-
-func (f fileAPI) Remove(ctx context.Context, name string) error {
-	hostDir, rel, err := f.locate(name)
-	if err != nil {
-		return err
-	}
-	if rel == "." {
-		return fmt.Errorf("sandbox path %q is a top folder of the sandbox and cannot be removed", name)
-	}
-	if hostDir == "" {
-		return f.inside(ctx, "remove", name, removeScript, nil)
-	}
-	root, err := os.OpenRoot(hostDir)
-	if err != nil {
-		return fmt.Errorf("open sandbox folder: %w", err)
-	}
-	defer root.Close()
-	if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", name, err)
-	}
-	return nil
-}
-
-// The scripts behind the in-sandbox file API; $1 is the sandbox path. They run as the agent, so
-// whatever the agent planted in its run folder can lead them nowhere but the agent's own files.
-const (
-	// writeScript writes stdin to $1 atomically with mode $2, creating missing folders.
-	writeScript = `set -e; umask 077; d=$(dirname -- "$1"); mkdir -p -- "$d"
-t=$(mktemp -- "$d/.guilds-write.XXXXXX"); trap 'rm -f -- "$t"' EXIT
-cat > "$t"; chmod -- "$2" "$t"; mv -f -T -- "$t" "$1"; trap - EXIT`
-	// readScript prints $1, and exits 3 when there is no such file.
-	readScript = `[ -e "$1" ] || [ -L "$1" ] || exit 3; exec cat -- "$1"`
-	// removeScript removes $1 (an empty folder with rmdir), never following a link.
-	removeScript = `if [ -d "$1" ] && [ ! -L "$1" ]; then exec rmdir -- "$1"; fi; exec rm -f -- "$1"`
-)
-
-// fileOpTimeout bounds one in-sandbox file operation.
-const fileOpTimeout = 30 * time.Second
-
-// inside runs one of the file scripts (op names it in errors) in the sandbox for name, with stdin
-// (nil: none) and extra arguments.
-func (f fileAPI) inside(ctx context.Context, op, name, script string, stdin []byte, args ...string) error {
-	argv := append([]string{"/bin/sh", "-c", script, "sh", path.Clean(name)}, args...)
-	res, err := f.exec(ctx, ExecRequest{Argv: argv, Stdin: stdin, Timeout: fileOpTimeout})
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, name, err)
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("%s %s: %s", op, name, res.StderrLine(fmt.Sprintf("exit status %d", res.ExitCode)))
-	}
-	return nil
-}
-
-// insideRead reads name from inside the sandbox into out.
-func (f fileAPI) insideRead(ctx context.Context, name string, out *[]byte) error {
-	res, err := f.exec(ctx, ExecRequest{Argv: []string{"/bin/sh", "-c", readScript, "sh", path.Clean(name)}, Timeout: fileOpTimeout})
-	switch {
-	case err != nil:
-		return fmt.Errorf("read %s: %w", name, err)
-	case res.ExitCode == 3:
-		return fmt.Errorf("read %s: %w", name, fs.ErrNotExist)
-	case res.ExitCode != 0:
-		return fmt.Errorf("read %s: %s", name, res.StderrLine(fmt.Sprintf("exit status %d", res.ExitCode)))
-	}
-	if len(res.Stdout) >= maxOutput {
-		return fmt.Errorf("read %s: the file passes the %d bytes one read may take", name, maxOutput)
-	}
-	*out = res.Stdout
-	return nil
-}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,7 +122,7 @@ func TestFileAPI(t *testing.T) {
 			if string(res.Stdout) != `{"a":1}` {
 				t.Errorf("helper read %q through the sandbox", res.Stdout)
 			}
-			got, err := box.ReadFile(ctx, req)
+			got, err := box.ReadFile(ctx, req, 1<<20)
 			if err != nil || string(got) != `{"a":1}` {
 				t.Errorf("ReadFile: %q %v", got, err)
 			}
@@ -129,7 +130,7 @@ func TestFileAPI(t *testing.T) {
 				if err := box.WriteFile(ctx, bad, []byte("x"), 0o600); err == nil {
 					t.Errorf("WriteFile(%q) was allowed", bad)
 				}
-				if _, err := box.ReadFile(ctx, bad); err == nil {
+				if _, err := box.ReadFile(ctx, bad, 1<<20); err == nil {
 					t.Errorf("ReadFile(%q) was allowed", bad)
 				}
 			}
@@ -159,7 +160,7 @@ func TestFileAPIDoesNotFollowPlantedLinks(t *testing.T) {
 	if err := box.WriteFile(ctx, box.Places().RunDir+"/evil/victim", []byte("new"), 0o600); err == nil {
 		t.Error("write through a linked folder was allowed")
 	}
-	if _, err := box.ReadFile(ctx, box.Places().RunDir+"/evil/victim"); err == nil {
+	if _, err := box.ReadFile(ctx, box.Places().RunDir+"/evil/victim", 1<<20); err == nil {
 		t.Error("read through a linked folder was allowed")
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "untouched" {
@@ -232,7 +233,7 @@ func TestFileAPIRemove(t *testing.T) {
 			if err := box.Remove(ctx, file); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := box.ReadFile(ctx, file); !errors.Is(err, os.ErrNotExist) {
+			if _, err := box.ReadFile(ctx, file, 1<<20); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("removed file still reads: %v", err)
 			}
 			if err := box.Remove(ctx, file); err != nil {
@@ -250,6 +251,7 @@ func TestFileAPIRemove(t *testing.T) {
 			os.MkdirAll(filepath.Join(hostHome, "requests"), 0o755)
 			os.Symlink(outside, filepath.Join(hostHome, "requests", "link.json"))
 			os.Symlink(filepath.Dir(outside), filepath.Join(hostHome, "evil"))
+			asAgent(t, hostHome, "requests", "requests/link.json", "evil") // planted as the agent would
 			if err := box.Remove(ctx, pl.Home+"/requests/link.json"); err != nil {
 				t.Fatal(err)
 			}
@@ -441,6 +443,22 @@ func TestParseNets(t *testing.T) {
 		"meta skgid 7 ip6 daddr { fc00::/7, fe80::/10, ff00::/8 } reject"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("the nft script lacks %q:\n%s", want, script)
+		}
+	}
+}
+
+// asAgent gives the named paths under an agent's host home (never following a link) to the home's
+// owner, as if the agent had made them.
+func asAgent(t *testing.T, home string, names ...string) {
+	t.Helper()
+	fi, err := os.Stat(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	for _, n := range names {
+		if err := os.Lchown(filepath.Join(home, n), int(st.Uid), int(st.Gid)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

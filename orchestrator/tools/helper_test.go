@@ -113,7 +113,7 @@ func TestHelperTools(t *testing.T) {
 				t.Fatalf("large request: %q %v", out, err)
 			}
 			box, _ := p.Open(ctx, "agt_1")
-			if _, err := box.ReadFile(ctx, box.Places().RunDir+"/requests/call_file_write.json"); err == nil {
+			if _, err := box.ReadFile(ctx, box.Places().RunDir+"/requests/call_file_write.json", 1<<20); err == nil {
 				t.Fatal("request file left behind")
 			}
 			for _, tc := range []struct{ tool, want, detail string }{
@@ -219,7 +219,7 @@ func TestRequestFileRemovedWhenHelperDies(t *testing.T) {
 					t.Fatalf("%s: %v", tc.helper, err)
 				}
 				file := box.Places().RunDir + "/requests/" + req.CallID + ".json"
-				if _, err := box.ReadFile(ctx, file); !errors.Is(err, os.ErrNotExist) {
+				if _, err := box.ReadFile(ctx, file, 1<<20); !errors.Is(err, os.ErrNotExist) {
 					t.Fatalf("%s: request file still there (%v)", tc.helper, err)
 				}
 			}

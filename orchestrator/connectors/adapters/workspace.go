@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
@@ -38,29 +35,29 @@ type workspaceFiles struct {
 	agentID, runID string
 }
 
-// ReadFile reads one workspace file.
+// ReadFile reads one workspace file, at most maxWorkspaceRead bytes, on the host without following
+// a link or blocking on a FIFO (the sandbox's file API).
 func (w workspaceFiles) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	box, err := w.boxes.Open(ctx, w.agentID)
 	if err != nil {
 		return nil, fmt.Errorf("open the agent's sandbox: %w", err)
 	}
-	name, err = w.resolve(ctx, box, name)
+	p, err := sandbox.WorkspacePath(box, name, sandbox.RunCwd(ctx, box, w.runID))
 	if err != nil {
 		return nil, err
 	}
-	// The size as the sandbox sees it (links followed there) before anything is read.
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Argv: []string{"stat", "-L", "-c", "%s", "--", name}, Timeout: 10 * time.Second})
-	if err == nil && res.ExitCode == 0 {
-		if n, perr := strconv.ParseInt(strings.TrimSpace(string(res.Stdout)), 10, 64); perr == nil && n > maxWorkspaceRead {
-			return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, n, maxWorkspaceRead>>20)
+	b, err := box.ReadFile(ctx, p, maxWorkspaceRead)
+	var tl *sandbox.TooLargeError
+	if errors.As(err, &tl) {
+		if tl.Size >= 0 {
+			return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", sandbox.AgentPath(box, p), tl.Size, maxWorkspaceRead>>20)
 		}
+		return nil, fmt.Errorf("%s grew past %d MiB while it was read; at most %d MiB is read from the workspace", sandbox.AgentPath(box, p), maxWorkspaceRead>>20, maxWorkspaceRead>>20)
 	}
-	b, err := box.ReadFile(ctx, name)
-	if err == nil && len(b) > maxWorkspaceRead {
-		clear(b)
-		return nil, fmt.Errorf("%s is %d bytes; at most %d MiB is read from the workspace", name, len(b), maxWorkspaceRead>>20)
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), box.Places().Home, sandbox.Home))
 	}
-	return b, err
+	return b, nil
 }
 
 // WriteFile writes a downloaded file at a workspace path and returns it as the agent names it.
@@ -72,46 +69,15 @@ func (w workspaceFiles) WriteFile(ctx context.Context, name string, data []byte)
 	if err != nil {
 		return "", fmt.Errorf("open the agent's sandbox: %w", err)
 	}
-	p, err := w.resolve(ctx, box, name)
+	p, err := sandbox.WorkspacePath(box, name, sandbox.RunCwd(ctx, box, w.runID))
 	if err != nil {
 		return "", err
 	}
 	if err := box.WriteFile(ctx, p, data, 0o644); err != nil {
-		return "", err
+		return "", errors.New(strings.ReplaceAll(err.Error(), box.Places().Home, sandbox.Home))
 	}
-	return agentHome + strings.TrimPrefix(p, box.Places().Home), nil
-}
-
-// resolve places a workspace path in the sandbox: ~ and /home/agent are its home, a relative path
-// starts at the run's working directory, and nothing outside the home is allowed.
-func (w workspaceFiles) resolve(ctx context.Context, box sandbox.Sandbox, name string) (string, error) {
-	home := box.Places().Home
-	if name == "~" || strings.HasPrefix(name, "~/") {
-		name = home + name[1:]
-	} else if within(agentHome, name) && home != agentHome {
-		name = home + strings.TrimPrefix(name, agentHome) // a local sandbox's home is a host folder
-	}
-	if !path.IsAbs(name) {
-		cwd := home
-		if b, err := box.ReadFile(ctx, path.Join(home, ".runs", w.runID, "cwd")); err == nil {
-			if d := path.Clean(strings.TrimSpace(string(b))); within(home, d) {
-				cwd = d
-			}
-		}
-		name = path.Join(cwd, name)
-	}
-	name = path.Clean(name)
-	if !within(home, name) {
-		return "", errors.New("the path is outside " + agentHome)
-	}
-	return name, nil
+	return sandbox.AgentPath(box, p), nil
 }
 
 // maxWorkspaceRead is the largest workspace file an adapter reads (Qonto's own limit is lower).
 const maxWorkspaceRead = 16 << 20
-
-// agentHome is the workspace as the agent and the adapters name it.
-const agentHome = "/home/agent"
-
-// within reports whether p is root or under it.
-func within(root, p string) bool { return p == root || strings.HasPrefix(p, root+"/") }
