@@ -398,8 +398,10 @@ func tarball(t testing.TB, entries ...*tar.Header) []byte {
 	return buf.Bytes()
 }
 
-func dir(name string) *tar.Header  { return &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
-func file(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644} }
+func dir(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
+func file(name string) *tar.Header {
+	return &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644}
+}
 func symlink(name, to string) *tar.Header {
 	return &tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: to, Mode: 0o777}
 }
