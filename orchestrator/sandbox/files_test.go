@@ -9,14 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // hostHome is the host folder behind an agent's workspace in p.
@@ -165,27 +164,6 @@ func TestReadFileSwappedWhileRead(t *testing.T) {
 	t.Logf("reads: %v", seen)
 }
 
-// tasksInOpen counts the process's threads and those of them inside an open system call now.
-func tasksInOpen(t *testing.T) (threads, inOpen int) {
-	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		threads++
-		nr, _ := strconv.Atoi(strings.Fields(string(b) + " x")[0])
-		if nr == unix.SYS_OPENAT || nr == unix.SYS_OPENAT2 || nr == unix.SYS_OPEN {
-			inOpen++
-		}
-	}
-	return threads, inOpen
-}
-
 // TestFIFOPinsNoThread: 200 parallel reads of a FIFO nobody writes all answer, and leave no thread
 // of the process in open() and no thread more than a few behind.
 func TestFIFOPinsNoThread(t *testing.T) {
@@ -201,7 +179,7 @@ func TestFIFOPinsNoThread(t *testing.T) {
 				t.Fatal(err)
 			}
 			asAgent(t, home, "inv.pdf")
-			before, _ := tasksInOpen(t)
+			before, _ := sandboxtest.Threads(t)
 			var wg sync.WaitGroup
 			errs := make(chan error, 200)
 			hangGuard(t, 30*time.Second, "200 reads of a FIFO", func() {
@@ -222,12 +200,8 @@ func TestFIFOPinsNoThread(t *testing.T) {
 					t.Fatalf("a read of a FIFO answered %v", err)
 				}
 			}
-			// The threads that acted as the agent end with their operation: wait for them to go.
-			after, inOpen := tasksInOpen(t)
-			for deadline := time.Now().Add(10 * time.Second); (inOpen > 0 || after-before >= 50) && time.Now().Before(deadline); {
-				time.Sleep(50 * time.Millisecond)
-				after, inOpen = tasksInOpen(t)
-			}
+			// The threads that acted as the agent end with their operation.
+			after, inOpen := sandboxtest.SettledThreads(t, before, 50)
 			t.Logf("threads before %d, after %d, in open() %d", before, after, inOpen)
 			if inOpen > 0 || after-before >= 50 {
 				t.Fatalf("threads before %d, after %d, %d in open(): reads of a FIFO pin threads", before, after, inOpen)

@@ -4,7 +4,12 @@ package sandboxtest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Root returns a fresh folder for a bubblewrap provider's Root: the test's temporary folder, with
@@ -25,4 +30,39 @@ func Root(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// Threads counts the test process's threads and those of them inside an open system call now (a
+// thread blocked opening a FIFO nobody writes stays there).
+func Threads(t testing.TB) (threads, inOpen int) {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		threads++
+		nr, _ := strconv.Atoi(strings.Fields(string(b) + " x")[0])
+		if nr == unix.SYS_OPENAT || nr == unix.SYS_OPENAT2 || nr == unix.SYS_OPEN {
+			inOpen++
+		}
+	}
+	return threads, inOpen
+}
+
+// SettledThreads waits (at most 10 s) until no thread is in open() and the process has fewer than
+// before+slack threads, and returns the last count: threads that served a burst of calls end
+// with them.
+func SettledThreads(t testing.TB, before, slack int) (threads, inOpen int) {
+	t.Helper()
+	threads, inOpen = Threads(t)
+	for deadline := time.Now().Add(10 * time.Second); (inOpen > 0 || threads-before >= slack) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		threads, inOpen = Threads(t)
+	}
+	return threads, inOpen
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/cmd/orchestrator/wire/wiretest"
 	"github.com/guildsai/guilds/orchestrator/connectors/google/googletest"
@@ -157,5 +158,71 @@ func TestDriveThroughServe(t *testing.T) {
 		if strings.Contains(srv.Log.String(), secret) {
 			t.Fatal("a code, token or the client secret appears in serve's log")
 		}
+	}
+}
+
+// TestDriveCreateFileNeverBlocksOrGrows (issue 29): create_file's host-side read of file_path is
+// bounded and never blocks: a 64 GiB sparse file is refused by its size and a FIFO at once, a run
+// whose working-directory file is sparse or a FIFO reads relative paths from the home, and nothing
+// reaches Drive from them.
+func TestDriveCreateFileNeverBlocksOrGrows(t *testing.T) {
+	g := googletest.New(driveMCP())
+	t.Cleanup(g.Close)
+	_, api := googleServe(t)
+	org, agent := wiretest.ScopesAt(t, api)
+	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/drive", map[string]any{"url": g.URL + "/mcp/v1", "endpoints": g.DriveEndpoints()})
+	start := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": org})
+	id := start["connection"].(map[string]any)["id"].(string)
+	resp, err := http.Get(start["authorization_url"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wiretest.Must(t, 200, "PUT", api+"/api/mcp/connections/"+id+"/drive/folder", map[string]any{"id": googletest.Projects})
+	wiretest.Must(t, 200, "PUT", api+"/api/bindings", map[string]any{"scope": "org", "scope_id": org, "catalog_kind": "mcp_tool", "catalog_id": "drive_create_file", "enabled": true})
+	wiretest.Must(t, 200, "PATCH", api+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
+	runID := wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	other := wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	call := func(run, name string, args map[string]any) string {
+		t.Helper()
+		return wiretest.Must(t, 200, "POST", api+"/api/runs/"+run+"/calls", map[string]any{"name": name, "arguments": args})["result"].(string)
+	}
+	create := func(run, title, p string) string {
+		return call(run, "drive_create_file", map[string]any{"title": title, "file_path": p, "mimeType": "text/plain", "disable_conversion_to_google_type": true})
+	}
+	out := call(runID, "shell", map[string]any{"command": "cd ~ && echo fine > ok.txt && truncate -s 64G big.txt && mkfifo pipe.txt && " +
+		"mkdir -p .runs/" + other + " && truncate -s 64G .runs/" + other + "/cwd && echo ready"})
+	if !strings.Contains(out, "ready") {
+		t.Fatalf("shell: %q", out)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if got := create(runID, "big", "~/big.txt"); !strings.Contains(got, "is 68719476736 bytes; at most 16 MiB") {
+			t.Errorf("sparse 64 GiB: %q", got)
+		}
+		if got := create(runID, "pipe", "~/pipe.txt"); !strings.Contains(got, "is a fifo, not a regular file") {
+			t.Errorf("FIFO: %q", got)
+		}
+		if got := create(other, "ok sparse cwd", "ok.txt"); !strings.Contains(got, "created") {
+			t.Errorf("with a sparse cwd file: %q", got)
+		}
+		call(runID, "shell", map[string]any{"command": "rm ~/.runs/" + other + "/cwd && mkfifo ~/.runs/" + other + "/cwd"})
+		if got := create(other, "ok fifo cwd", "ok.txt"); !strings.Contains(got, "created") {
+			t.Errorf("with a FIFO cwd file: %q", got)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("create_file of a sparse file or a FIFO did not answer within a minute")
+	}
+	for _, title := range []string{"big", "pipe"} {
+		if _, ok := g.DriveFileNamed(title); ok {
+			t.Errorf("%s reached Drive", title)
+		}
+	}
+	if f, ok := g.DriveFileNamed("ok fifo cwd"); !ok || f.Content != "fine\n" {
+		t.Errorf("the file read from the home: %+v", f)
 	}
 }

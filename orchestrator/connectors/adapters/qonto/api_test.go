@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/cmd/orchestrator/wire/wiretest"
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
+	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
 
 // The login the loopback Qonto accepts.
@@ -137,4 +139,125 @@ func TestQontoUploadFromBubblewrapWorkspace(t *testing.T) {
 	if len(q.files) != 1 {
 		t.Fatalf("a refused file reached Qonto: %d uploads", len(q.files))
 	}
+}
+
+// TestQontoUploadNeverBlocksOrGrows (issue 29): upload_invoice's host-side read of the agent's
+// files is bounded and never blocks. A 64 GiB sparse file is refused by its size, a FIFO at once,
+// a run whose working-directory file is a 64 GiB sparse file or a FIFO reads relative paths from
+// the home, and a file swapped between a small PDF and a sparse one while it is read is either
+// read whole or refused. 200 parallel calls on a FIFO all answer, leave no thread of the process
+// in open(), and the run then closes at once.
+func TestQontoUploadNeverBlocksOrGrows(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil || os.Geteuid() != 0 || os.Getenv("GUILDS_BIN_DIR") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root with bubblewrap installed and GUILDS_BIN_DIR set")
+		}
+		t.Skip("needs root, bubblewrap and GUILDS_BIN_DIR")
+	}
+	_, api := adapterServe(t, "bubblewrap")
+	q := newQontoFake(t)
+	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/qonto", map[string]any{"url": q.URL})
+	org, agent := wiretest.ScopesAt(t, api)
+	wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "qonto", "scope": "org", "scope_id": org,
+		"credentials": map[string]any{"login": qontoLogin, "secret_key": qontoSecret}})
+	wiretest.Must(t, 200, "PATCH", api+"/api/agents/"+agent, map[string]any{"config": map[string]any{"coding": true}})
+	start := func() string {
+		return wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct", "tool_call_budget": 1000})["id"].(string)
+	}
+	runID, other := start(), start()
+	call := func(run, name string, args map[string]any) string {
+		t.Helper()
+		return wiretest.Must(t, 200, "POST", api+"/api/runs/"+run+"/calls", map[string]any{"name": name, "arguments": args})["result"].(string)
+	}
+	upload := func(run, p string) string {
+		return call(run, "qonto_upload_invoice", map[string]any{"transaction_id": "tx-0001", "file_path": p})
+	}
+	out := call(runID, "shell", map[string]any{"command": "printf '%%PDF-1.4\\n%%%%EOF\\n' > ok.pdf && truncate -s 64G big.pdf && mkfifo inv.pdf && cp ok.pdf swap.pdf && " +
+		"mkdir -p .runs/" + other + " && truncate -s 64G .runs/" + other + "/cwd && echo ready"})
+	if !strings.Contains(out, "ready") {
+		t.Fatalf("shell: %q", out)
+	}
+	hang := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); fn() }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not answer within a minute", what)
+		}
+	}
+	hang("the sparse and FIFO uploads", func() {
+		if got := upload(runID, "big.pdf"); !strings.Contains(got, "is 68719476736 bytes; at most 16 MiB") {
+			t.Errorf("sparse 64 GiB: %q", got)
+		}
+		if got := upload(runID, "inv.pdf"); !strings.Contains(got, "is a fifo, not a regular file") {
+			t.Errorf("FIFO: %q", got)
+		}
+		// The other run's working-directory file is 64 GiB: its relative paths start at the home.
+		if got := upload(other, "ok.pdf"); !strings.Contains(got, "tx-0001\tok.pdf\tapplication/pdf") {
+			t.Errorf("with a sparse cwd file: %q", got)
+		}
+	})
+	call(runID, "shell", map[string]any{"command": "rm .runs/" + other + "/cwd && mkfifo .runs/" + other + "/cwd"})
+	hang("an upload with a FIFO for cwd", func() {
+		if got := upload(other, "ok.pdf"); !strings.Contains(got, "tx-0001\tok.pdf\tapplication/pdf") {
+			t.Errorf("with a FIFO cwd file: %q", got)
+		}
+	})
+
+	// Swapped between a small PDF and a 64 GiB sparse file while it is read.
+	bg := call(runID, "shell", map[string]any{"background": true, "command": "printf '%%PDF-1.4 x' > swap.pdf; while :; do printf '%%PDF-1.4 x' > s.tmp && mv -f s.tmp swap.pdf && truncate -s 64G b.tmp && mv -f b.tmp swap.pdf; done"})
+	if !strings.Contains(bg, "b1") {
+		t.Fatalf("background: %q", bg)
+	}
+	read, refused := 0, 0
+	hang("uploads of a swapped file", func() {
+		for range 30 {
+			switch got := upload(runID, "swap.pdf"); {
+			case strings.Contains(got, "tx-0001\tswap.pdf\tapplication/pdf"):
+				read++
+			case strings.Contains(got, "at most 16 MiB"):
+				refused++
+			default:
+				t.Errorf("swapped file: %q", got)
+			}
+		}
+	})
+	call(runID, "shell_status", map[string]any{"id": "b1", "stop": true})
+	t.Logf("swapped file: %d read, %d refused by size", read, refused)
+
+	// 200 parallel calls on a FIFO.
+	before, _ := sandboxtest.Threads(t)
+	var wg sync.WaitGroup
+	answers := make(chan string, 200)
+	hang("200 parallel uploads of a FIFO", func() {
+		for range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, out := wiretest.Request(t, "POST", api+"/api/runs/"+runID+"/calls", map[string]any{"name": "qonto_upload_invoice",
+					"arguments": map[string]any{"transaction_id": "tx-0001", "file_path": "inv.pdf"}})
+				r, _ := out["result"].(string)
+				answers <- r
+			}()
+		}
+		wg.Wait()
+	})
+	close(answers)
+	for a := range answers {
+		if !strings.Contains(a, "is a fifo, not a regular file") {
+			t.Fatalf("a parallel FIFO upload answered %q", a)
+		}
+	}
+	after, inOpen := sandboxtest.SettledThreads(t, before, 100)
+	t.Logf("threads before the burst %d, after %d, in open() %d", before, after, inOpen)
+	if inOpen > 0 || after-before >= 100 {
+		t.Fatalf("threads before %d, after %d, %d in open(): the FIFO pins threads", before, after, inOpen)
+	}
+	hang("closing the run", func() {
+		if r := wiretest.Must(t, 200, "POST", api+"/api/runs/"+runID+"/close", nil); r["status"] != "closed" {
+			t.Errorf("close: %v", r)
+		}
+	})
 }
