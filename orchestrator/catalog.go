@@ -156,8 +156,11 @@ type Connection struct {
 	ListError   string          `json:"list_error"` // what the last failed listing answered; "" after a success
 	Transport   string          `json:"transport"`  // remote MCP servers: the transport that worked (streamable-http or sse)
 	ToolCount   int             `json:"tool_count"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// DisconnectReason says why a disconnected login was disconnected by the orchestrator rather
+	// than its provider ("" otherwise, and once it connects again).
+	DisconnectReason string    `json:"disconnect_reason,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
 	// SkippedTools are the tools the server listed that Connect could not offer, each with why;
 	// only Connect's answer carries them (a refresh's answer has its own).
 	SkippedTools []SkippedTool `json:"skipped_tools,omitempty"`
@@ -296,6 +299,10 @@ type ServerPatch struct {
 	URL         json.RawMessage    `json:"url"`
 	Endpoints   map[string]*string `json:"endpoints"`
 }
+
+// ServerMovedReason is why a server's logins are disconnected when an instance admin changes its
+// URL or an endpoint: their credentials were verified against the old host only.
+const ServerMovedReason = "an instance admin changed the server's URL or an endpoint; its stored credentials were verified against the old host only and are not sent to the new one: connect the login again, which verifies them there"
 
 // CopyEdit reports whether the patch changes the operator-facing copy (which marks the row an admin edit).
 func (p ServerPatch) CopyEdit() bool {

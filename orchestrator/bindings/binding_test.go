@@ -181,3 +181,52 @@ func TestReseedKeepsAdminEdits(t *testing.T) {
 		t.Fatalf("%d platform seed rows, want %d", n, len(catalog.PlatformSeed))
 	}
 }
+
+// TestServerMoveDisconnectsLogins (issue 29): an admin edit that changes a server's URL or an
+// endpoint in effect marks that server's logins disconnected with the reason, in the edit's
+// transaction; a copy edit, a URL set to what it already is, and another server's logins are left
+// alone; a new Connect clears the reason.
+func TestServerMoveDisconnectsLogins(t *testing.T) {
+	w := newWorld(t)
+	dp := w.connect("dexpaprika", "org", "o1", map[string]string{"api_key": "dp-key"})
+	cg := w.connect("coingecko", "org", "o1", cgKey)
+	status := func(c orchestrator.Connection) orchestrator.Connection {
+		t.Helper()
+		got, err := w.store.GetConnection(w.ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	desc, same, moved, pro := "Edited copy.", "https://api.dexpaprika.com", "http://127.0.0.1:1/elsewhere", "http://127.0.0.1:1/pro"
+	for _, p := range []orchestrator.ServerPatch{{Description: &desc}, {URL: []byte(`"` + same + `"`)}} {
+		if _, err := w.svc.PatchServer(w.ctx, "dexpaprika", p); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(dp); got.Status != orchestrator.ConnConnected {
+			t.Fatalf("after an edit that moves nothing the login is %s", got.Status)
+		}
+	}
+	if _, err := w.svc.PatchServer(w.ctx, "dexpaprika", orchestrator.ServerPatch{Endpoints: map[string]*string{"pro": &pro}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(dp); got.Status != orchestrator.ConnDisconnected || got.DisconnectReason != orchestrator.ServerMovedReason {
+		t.Fatalf("after an endpoint change: %s %q", got.Status, got.DisconnectReason)
+	}
+	if got := status(cg); got.Status != orchestrator.ConnConnected {
+		t.Fatalf("another server's login is %s", got.Status)
+	}
+	w.connect("dexpaprika", "org", "o1", map[string]string{"api_key": "dp-key"})
+	if got := status(dp); got.Status != orchestrator.ConnConnected || got.DisconnectReason != "" {
+		t.Fatalf("connected again: %s %q", got.Status, got.DisconnectReason)
+	}
+	for _, p := range []orchestrator.ServerPatch{{URL: []byte(`"` + moved + `"`)}, {URL: []byte(`null`)}} {
+		if _, err := w.svc.PatchServer(w.ctx, "dexpaprika", p); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(dp); got.Status != orchestrator.ConnDisconnected {
+			t.Fatalf("after url %s the login is %s", p.URL, got.Status)
+		}
+		w.connect("dexpaprika", "org", "o1", map[string]string{"api_key": "dp-key"})
+	}
+}

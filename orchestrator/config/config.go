@@ -58,6 +58,9 @@ type Config struct {
 
 	Sandbox Sandbox // GUILDS_SANDBOX and GUILDS_SANDBOX_*, GUILDS_CHROMIUM_IDLE, GUILDS_BIN_DIR, GUILDS_TOOLS_DIR
 
+	UploadMax int64 // GUILDS_UPLOAD_MAX: the largest file upload, or archive as sent, to a workspace (0: sandbox.DefaultUploadMax)
+	ImportMax int64 // GUILDS_IMPORT_MAX: what one imported archive may unpack to (0: sandbox.DefaultImportMax)
+
 	TavilyKey     string // TAVILY_API_KEY: tavily_search's key
 	TavilyBaseURL string // TAVILY_BASE_URL: where Tavily is ("": its API)
 
@@ -190,6 +193,15 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 		c.WebhookAllowPrivate = true
 	default:
 		return c, fmt.Errorf("GUILDS_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+	}
+	for name, dst := range map[string]*int64{"GUILDS_UPLOAD_MAX": &c.UploadMax, "GUILDS_IMPORT_MAX": &c.ImportMax} {
+		if v := get(name); v != "" {
+			n, err := sandbox.ParseBytes(v)
+			if err != nil || n < 1 {
+				return c, fmt.Errorf("%s=%q: want a size such as 100MiB or 2GiB", name, v)
+			}
+			*dst = n
+		}
 	}
 	return c, nil
 }

@@ -371,6 +371,8 @@ func (r *Caller) callable(row orchestrator.MCPLogin, name, connectionID string) 
 			name, row.Server.Slug, connectionID)
 	case row.Server.Kind != orchestrator.ServerRemote && row.Server.Kind != orchestrator.ServerLocal:
 		return fmt.Errorf("%s cannot be called: %s offers no tools", name, row.Server.Name)
+	case row.Connection.Status != orchestrator.ConnConnected && row.Connection.DisconnectReason != "":
+		return fmt.Errorf("%s cannot be called: the %s login %s is %s: %s", name, row.Server.Name, connectionID, row.Connection.Status, row.Connection.DisconnectReason)
 	case row.Connection.Status != orchestrator.ConnConnected:
 		return fmt.Errorf("%s cannot be called: the %s login %s is %s; connect it again", name, row.Server.Name, connectionID, row.Connection.Status)
 	}

@@ -106,7 +106,8 @@ func clipID(id string) string {
 // however deep, written \u0000). Path parameters reach handlers undecoded, so %00 there is
 // three plain characters that no id or name check accepts. No stored text, command argument or environment
 // variable can carry one, so it is EINVALID (422) naming the field by its JSON path, whichever
-// route it is sent to and whatever that route would check first.
+// route it is sent to and whatever that route would check first. An upload's or an import's body
+// is the file's bytes, never text, and is not read here (streamsBody).
 func refuseNUL(c *fiber.Ctx) error {
 	var bad string
 	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
@@ -116,6 +117,9 @@ func refuseNUL(c *fiber.Ctx) error {
 	})
 	if bad != "" {
 		return orchestrator.NULError(bad)
+	}
+	if streamsBody(c) {
+		return c.Next()
 	}
 	if field, ok := orchestrator.NULPath(c.Body()); ok {
 		if field == "" {

@@ -32,6 +32,7 @@ type Server struct {
 	Runs      RunService     // runs and their tool calls
 	Bindings  CatalogService // catalog, connections, bindings and access views
 	Artifacts ArtifactStore  // collections, records, notes and memory
+	Files     WorkspaceFiles // agents' workspace files, through their sandboxes
 	Platform  PlatformStore  // issues inbox, secrets, schedules, group chat
 	Secrets   SecretKeeper   // agent secrets (values never returned)
 	GitHub    GitHubService  // the box's GitHub App; nil: its routes answer 500 and its callbacks go to the OAuth logins
@@ -113,9 +114,13 @@ func (s *Server) fiberConfig() fiber.Config {
 		Immutable:             true, // strings from a request outlive it (run ids key the call locks)
 		ErrorHandler:          s.errorHandler,
 		BodyLimit:             BodyLimit,
-		JSONEncoder:           marshalJSON,
-		ReadTimeout:           60 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		// Bodies past BodyLimit reach the handlers as streams: the uploads read them as they come,
+		// bodyCap holds every other route to BodyLimit. No multipart form is ever read ahead.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		JSONEncoder:                  marshalJSON,
+		ReadTimeout:                  60 * time.Second,
+		IdleTimeout:                  120 * time.Second,
 	}
 }
 
@@ -123,7 +128,7 @@ func (s *Server) fiberConfig() fiber.Config {
 // caller and decides with its roles (auth.go).
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
-	app.Use(s.recoverAndLog, requestID, s.audit, refuseNUL)
+	app.Use(s.recoverAndLog, requestID, s.audit, s.bodyCap, refuseNUL)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
 	s.route(app, "GET", "/metrics", "metrics", admin(), s.metrics())
@@ -163,6 +168,7 @@ func New(s *Server) *fiber.App {
 	s.catalogRoutes(api)
 	s.githubRoutes(api)
 	s.artifactRoutes(api)
+	s.fileRoutes(api)
 	s.platformRoutes(api)
 	s.identityRoutes(api)
 	s.ssoRoutes(api)

@@ -208,9 +208,12 @@ func (s *Store) attachTools(ctx context.Context, servers []orchestrator.MCPServe
 	return nil
 }
 
-// PatchServer applies an admin edit in one statement: a copy edit makes the row copy_source=admin
+// PatchServer applies an admin edit in one transaction: a copy edit makes the row copy_source=admin
 // so reseeds keep it; the URL and endpoints go to admin_url and admin_endpoints, which reseeds never
-// touch (a URL of JSON null, or an endpoint set to null, restores the seeded value).
+// touch (a URL of JSON null, or an endpoint set to null, restores the seeded value). When the URL or
+// an endpoint in effect changed, every login of the server not disconnected yet is marked
+// disconnected with the reason in the same transaction: its stored credentials were verified
+// against the old host only, and go nowhere until its next Connect verifies them against the new.
 func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch, now time.Time) (orchestrator.MCPServer, error) {
 	setURL, restoreURL := len(p.URL) > 0, string(p.URL) == "null"
 	var adminURL *string
@@ -233,18 +236,37 @@ func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.Ser
 	if err != nil {
 		return orchestrator.MCPServer{}, fmt.Errorf("patch server %s: %w", slug, err)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE mcp_servers SET description = COALESCE($2, description), limitations = COALESCE($3, limitations),
-		setup_hint = COALESCE($4, setup_hint), published = COALESCE($5, published),
-		copy_source = CASE WHEN $7 THEN 'admin' ELSE copy_source END,
-		admin_url = CASE WHEN $8 THEN $9 ELSE admin_url END,
-		admin_endpoints = (admin_endpoints - $10::text[]) || $11::jsonb,
-		updated_at = $6 WHERE slug = $1`,
-		slug, p.Description, p.Limitations, p.SetupHint, p.Published, now, p.CopyEdit(), setURL, adminURL, unset, setJSON)
+	const upstream = `SELECT COALESCE(admin_url, url), (endpoints || admin_endpoints)::text FROM mcp_servers WHERE slug = $1`
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var urlBefore, endpointsBefore string
+		if err := tx.QueryRow(ctx, upstream+" FOR UPDATE", slug).Scan(&urlBefore, &endpointsBefore); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mcp_servers SET description = COALESCE($2, description), limitations = COALESCE($3, limitations),
+			setup_hint = COALESCE($4, setup_hint), published = COALESCE($5, published),
+			copy_source = CASE WHEN $7 THEN 'admin' ELSE copy_source END,
+			admin_url = CASE WHEN $8 THEN $9 ELSE admin_url END,
+			admin_endpoints = (admin_endpoints - $10::text[]) || $11::jsonb,
+			updated_at = $6 WHERE slug = $1`,
+			slug, p.Description, p.Limitations, p.SetupHint, p.Published, now, p.CopyEdit(), setURL, adminURL, unset, setJSON); err != nil {
+			return err
+		}
+		var urlAfter, endpointsAfter string
+		if err := tx.QueryRow(ctx, upstream, slug).Scan(&urlAfter, &endpointsAfter); err != nil {
+			return err
+		}
+		if urlAfter == urlBefore && endpointsAfter == endpointsBefore {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'disconnected', disconnect_reason = $2, updated_at = $3
+			WHERE server_slug = $1 AND status <> 'disconnected'`, slug, orchestrator.ServerMovedReason, now)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return orchestrator.MCPServer{}, notFound("catalog server", slug)
+	}
 	if err != nil {
 		return orchestrator.MCPServer{}, fmt.Errorf("patch server %s: %w", slug, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return orchestrator.MCPServer{}, notFound("catalog server", slug)
 	}
 	return s.GetServer(ctx, slug)
 }
@@ -283,13 +305,13 @@ func (s *Store) PatchTool(ctx context.Context, slug, name string, p orchestrator
 
 const connectionColumns = `c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''),
 	c.status, c.account_hint, c.settings, c.verified_at, c.listed_at, c.created_at, c.updated_at,
-	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id), c.list_error, c.transport`
+	(SELECT count(*) FROM mcp_tools t WHERE t.connection_id = c.id), c.list_error, c.transport, c.disconnect_reason`
 
 func scanConnection(r pgx.Row) (orchestrator.Connection, error) {
 	var c orchestrator.Connection
 	var settings []byte
 	err := r.Scan(&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID, &c.Status, &c.AccountHint, &settings,
-		&c.VerifiedAt, &c.ListedAt, &c.CreatedAt, &c.UpdatedAt, &c.ToolCount, &c.ListError, &c.Transport)
+		&c.VerifiedAt, &c.ListedAt, &c.CreatedAt, &c.UpdatedAt, &c.ToolCount, &c.ListError, &c.Transport, &c.DisconnectReason)
 	c.Settings = settings
 	return c, err
 }

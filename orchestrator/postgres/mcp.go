@@ -215,14 +215,14 @@ func (s *Store) MCPLogin(ctx context.Context, connectionID, remoteName string) (
 	var settings, cfg, endpoints, schema []byte
 	var remote, name, desc *string
 	err := s.pool.QueryRow(ctx, `SELECT c.id, c.server_slug, c.scope, c.scope_id, COALESCE(c.org_id, ''), COALESCE(c.guild_id, ''), COALESCE(c.agent_id, ''),
-			c.status, c.account_hint, c.settings, c.listed_at, c.transport, c.list_error, c.credentials,
+			c.status, c.account_hint, c.settings, c.listed_at, c.transport, c.list_error, c.disconnect_reason, c.credentials,
 			s.name, s.kind, COALESCE(s.admin_url, s.url), s.auth, s.config, s.endpoints || s.admin_endpoints, s.seeds_tools, s.published, s.custom,
 			t.remote_name, t.name, t.description, t.input_schema
 		FROM mcp_connections c JOIN mcp_servers s ON s.slug = c.server_slug
 		LEFT JOIN mcp_tools t ON t.connection_id = c.id AND t.remote_name = $2
 		WHERE c.id = $1`, connectionID, remoteName).Scan(
 		&c.ID, &c.Server, &c.Scope, &c.ScopeID, &c.OrgID, &c.GuildID, &c.AgentID,
-		&c.Status, &c.AccountHint, &settings, &c.ListedAt, &c.Transport, &c.ListError, &l.Sealed,
+		&c.Status, &c.AccountHint, &settings, &c.ListedAt, &c.Transport, &c.ListError, &c.DisconnectReason, &l.Sealed,
 		&srv.Name, &srv.Kind, &srv.URL, &srv.Auth, &cfg, &endpoints, &srv.SeedsTools, &srv.Published, &srv.Custom,
 		&remote, &name, &desc, &schema)
 	if errors.Is(err, pgx.ErrNoRows) {

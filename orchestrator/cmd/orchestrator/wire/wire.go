@@ -156,7 +156,8 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 	g.Events = &events.Service{Store: store, Box: cat.Box, AllowPrivate: cfg.WebhookAllowPrivate, Log: log}
 	g.Metrics = newMetrics(o.Pool, boxes)
 	g.Runs.Observe = g.Metrics.observeCall
-	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: gh,
+	files := sandbox.Workspace{Provider: boxes, UploadMax: cfg.UploadMax, ImportMax: cfg.ImportMax}
+	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Files: files, Platform: store, Secrets: sec, GitHub: gh,
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),

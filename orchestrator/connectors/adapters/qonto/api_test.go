@@ -261,3 +261,50 @@ func TestQontoUploadNeverBlocksOrGrows(t *testing.T) {
 		}
 	})
 }
+
+// TestURLChangeSendsNothingToTheNewHost (issue 29): after PATCH of Qonto's url to another host,
+// the organisation's login is disconnected with the reason, and a call, a test call and a refresh
+// send nothing there (a loopback Qonto that records every request); a new Connect verifies the
+// login against the new host and it works there.
+func TestURLChangeSendsNothingToTheNewHost(t *testing.T) {
+	_, api := adapterServe(t, "local")
+	verified, moved := newQontoFake(t), newQontoFake(t)
+	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/qonto", map[string]any{"url": verified.URL})
+	org, agent := wiretest.ScopesAt(t, api)
+	creds := map[string]any{"server": "qonto", "scope": "org", "scope_id": org, "credentials": map[string]any{"login": qontoLogin, "secret_key": qontoSecret}}
+	conn := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", creds)
+	id := conn["id"].(string)
+	run := wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	call := func() string {
+		return wiretest.Must(t, 200, "POST", api+"/api/runs/"+run+"/calls", map[string]any{"name": "qonto_list_bank_accounts", "arguments": map[string]any{}})["result"].(string)
+	}
+	if got := call(); !strings.Contains(got, "FR7616958000013234567890180") {
+		t.Fatalf("before the change: %q", got)
+	}
+
+	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/qonto", map[string]any{"url": moved.URL})
+	c := wiretest.Must(t, 200, "GET", api+"/api/mcp/connections/"+id, nil)
+	if c["status"] != "disconnected" || !strings.Contains(fmt.Sprint(c["disconnect_reason"]), "connect the login again") {
+		t.Fatalf("after the change the login reads %v", c)
+	}
+	if got := call(); !strings.HasPrefix(got, "ERROR:") || !strings.Contains(got, "disconnected: an instance admin changed the server's URL") {
+		t.Fatalf("a call after the change: %q", got)
+	}
+	for path, body := range map[string]any{"/refresh": nil, "/call": map[string]any{"name": "qonto_list_bank_accounts", "arguments": map[string]any{}}} {
+		if st, out := wiretest.Request(t, "POST", api+"/api/mcp/connections/"+id+path, body); st != 409 {
+			t.Errorf("%s of the disconnected login: %d %v", path, st, out)
+		}
+	}
+	if n := moved.Count(); n != 0 {
+		t.Fatalf("the new host received %d requests carrying the login unverified", n)
+	}
+
+	again := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", creds)
+	if again["id"] != id || again["status"] != "connected" || again["disconnect_reason"] != nil {
+		t.Fatalf("connected again: %v", again)
+	}
+	run = wiretest.Must(t, 201, "POST", api+"/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string)
+	if got := call(); !strings.Contains(got, "FR7616958000013234567890180") || moved.Count() == 0 {
+		t.Fatalf("after connecting again: %q (%d requests at the new host)", got, moved.Count())
+	}
+}
