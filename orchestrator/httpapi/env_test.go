@@ -66,6 +66,7 @@ type env struct {
 	// approvals holds what calls of Ask tools wait for; a test may set its Wait before its first call.
 	approvals *approvals.Service
 	runs      *runs.Service // the API's run service, for a call a test makes directly
+	url       string        // the app on a loopback listener, once a test served it (send)
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -151,8 +152,8 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 }
 
 // newEnv builds the API; set is which integrations' variables the offer policy and instance view
-// see set.
-func newEnv(t testing.TB, set integrations.Set) *env {
+// see set; each of with completes the server before New (a part the env leaves out).
+func newEnv(t testing.TB, set integrations.Set, with ...func(*httpapi.Server)) *env {
 	t.Helper()
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -168,8 +169,12 @@ func newEnv(t testing.TB, set integrations.Set) *env {
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
 		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids), Approvals: e.approvals}
 	e.runs = svc
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
-		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals})
+	srv := &httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals}
+	for _, w := range with {
+		w(srv)
+	}
+	e.app = httpapi.New(srv)
 	return e
 }
 
