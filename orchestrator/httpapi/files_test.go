@@ -20,11 +20,12 @@ import (
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
+	"github.com/guildsai/guilds/shared/benchtest"
 )
 
 // filesEnv is newEnv with the agents' workspaces in real bubblewrap sandboxes (the helpers of
 // GUILDS_BIN_DIR) and the given upload limit; it skips where bubblewrap is missing, but in CI.
-func filesEnv(t *testing.T, upload int64) (*env, *sandbox.Bubblewrap) {
+func filesEnv(t testing.TB, upload int64) (*env, *sandbox.Bubblewrap) {
 	t.Helper()
 	bw, err := sandbox.NewBubblewrap(sandboxtest.Root(t), os.Getenv("GUILDS_BIN_DIR"), os.Getenv("GUILDS_TOOLS_DIR"))
 	if err != nil {
@@ -314,5 +315,65 @@ func TestWorkspaceImportThroughAPI(t *testing.T) {
 	}
 	if st, _, _ := e.send(admin, "GET", "/api/agents/"+agent+"/files?path=large", "", nil); st != 404 {
 		t.Fatalf("a refused import left its folder (%d)", st)
+	}
+}
+
+// BenchmarkUploadVsCp times a 100 MiB upload through the API (loopback HTTP, the guard, the
+// sandbox's file API writing as the agent, the atomic rename) against `cp` of the same file into
+// the same folder, alternating in one run. Target: at most 1.5x.
+func BenchmarkUploadVsCp(b *testing.B) {
+	e, bw := filesEnv(b, 128<<20)
+	agent := e.agent(nil)
+	if e.url == "" {
+		e.url = e.serve()
+	}
+	const size = 100 << 20
+	src := filepath.Join(b.TempDir(), "src.bin")
+	data := make([]byte, size)
+	rand.Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	home := filepath.Join(bw.Root, agent, "home")
+	hc := &http.Client{}
+	upload := func() {
+		f, err := os.Open(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		req, _ := http.NewRequest("PUT", e.url+"/api/agents/"+agent+"/files?path=up.bin", f)
+		req.ContentLength = size
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("upload: %d %s", resp.StatusCode, out)
+		}
+	}
+	cp := func() {
+		if out, err := exec.Command("cp", src, filepath.Join(home, "cp.bin")).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	upload()
+	cp()
+	if fi, err := os.Stat(filepath.Join(home, "up.bin")); err != nil || fi.Size() != size {
+		b.Fatalf("the upload wrote %v %v", fi, err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		m := benchtest.Alternate(7, upload, cp)
+		ratio := float64(m[0]) / float64(m[1])
+		b.ReportMetric(ms(m[0]), "upload_p50_ms")
+		b.ReportMetric(ms(m[1]), "cp_p50_ms")
+		b.ReportMetric(ratio, "x_vs_cp")
+		b.Logf("100 MiB upload through the API: p50 %.1f ms (%.0f MiB/s) | cp of the same file into the same folder: p50 %.1f ms | %.2fx; target <= 1.5x: %s",
+			ms(m[0]), 100/m[0].Seconds(), ms(m[1]), ratio, map[bool]string{true: "met", false: "NOT met"}[ratio <= 1.5])
 	}
 }
