@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +24,8 @@ type ArtifactStore interface {
 	GetNoteByID(ctx context.Context, id string) (orchestrator.Artifact, error)
 	GetMemory(ctx context.Context, agentID string) (orchestrator.Artifact, error)
 	ListMemoryRevisions(ctx context.Context, agentID string) ([]orchestrator.MemoryRevision, error)
+	PutNote(ctx context.Context, a orchestrator.Artifact, now time.Time) (orchestrator.Artifact, bool, error)
+	WriteMemory(ctx context.Context, agent orchestrator.Agent, content string, now time.Time) (orchestrator.Artifact, bool, error)
 }
 
 // artifactRoutes registers the collection, record, note and memory routes.
@@ -39,7 +43,11 @@ func (s *Server) artifactRoutes(api fiber.Router) {
 	g.add("GET", "/guilds/:id/notes", "listNotesGuild", read(guild), s.listNotes(orchestrator.LevelGuild))
 	g.add("GET", "/agents/:id/notes", "listNotesAgent", read(agent), s.listNotes(orchestrator.LevelAgent))
 	g.add("GET", "/notes/:id", "getNote", read(art).within(), s.getNote)
+	g.add("PUT", "/orgs/:id/notes/:key", "putNoteOrg", write(org), s.putNote(orchestrator.LevelOrg))
+	g.add("PUT", "/guilds/:id/notes/:key", "putNoteGuild", write(guild), s.putNote(orchestrator.LevelGuild))
+	g.add("PUT", "/agents/:id/notes/:key", "putNoteAgent", write(agent), s.putNote(orchestrator.LevelAgent))
 	g.add("GET", "/agents/:id/memory", "getAgentMemory", read(agent), s.getMemory)
+	g.add("PUT", "/agents/:id/memory", "putAgentMemory", write(agent), s.putMemory)
 	g.add("GET", "/agents/:id/memory/revisions", "listAgentMemoryRevisions", read(agent), s.listMemoryRevisions)
 }
 
@@ -282,6 +290,70 @@ func (s *Server) getNote(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"id": n.ID, "path": n.Path(), "level": n.Level, "key": n.Key, "org_id": n.OrgID, "guild_id": n.GuildID, "agent_id": n.AgentID,
 		"content": n.Content, "created_at": n.CreatedAt, "updated_at": n.UpdatedAt})
+}
+
+// contentBody is PUT of a note or of an agent's memory.
+type contentBody struct {
+	Content string `json:"content"`
+}
+
+// putNote seeds a note at the route's level, under the note tools' rules (its key a .md file name,
+// at most NoteMaxChars): created (201) or replaced (200), as note_write would.
+func (s *Server) putNote(level string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var b contentBody
+		if err := decode(c, &b); err != nil {
+			return err
+		}
+		ch, err := s.owner(c, level)
+		if err != nil {
+			return err
+		}
+		key, err := url.PathUnescape(c.Params("key"))
+		if err != nil {
+			return orchestrator.Errorf(orchestrator.EINVALID, "note key %q is not a valid URL path segment: %v", c.Params("key"), err)
+		}
+		if problems := orchestrator.NoteProblems(key, b.Content); len(problems) > 0 {
+			return orchestrator.Errorf(orchestrator.EINVALID, "note not written: %s", strings.Join(problems, "; "))
+		}
+		a := orchestrator.Artifact{Kind: orchestrator.ArtifactNote, Level: level, OrgID: ch.OrgID, Key: key, Content: b.Content}
+		if level != orchestrator.LevelOrg {
+			a.GuildID = ch.GuildID
+		}
+		if level == orchestrator.LevelAgent {
+			a.AgentID = ch.AgentID
+		}
+		n, created, err := s.Artifacts.PutNote(c.UserContext(), a, s.now())
+		if err != nil {
+			return err
+		}
+		if created {
+			c.Status(fiber.StatusCreated)
+		}
+		return c.JSON(fiber.Map{"id": n.ID, "path": n.Path(), "level": n.Level, "key": n.Key, "org_id": n.OrgID, "guild_id": n.GuildID, "agent_id": n.AgentID,
+			"content": n.Content, "created_at": n.CreatedAt, "updated_at": n.UpdatedAt})
+	}
+}
+
+// putMemory replaces an agent's memory as memory_write does: at most MemoryMaxChars, the previous
+// version archived in its revisions.
+func (s *Server) putMemory(c *fiber.Ctx) error {
+	var b contentBody
+	if err := decode(c, &b); err != nil {
+		return err
+	}
+	ch, err := s.owner(c, orchestrator.LevelAgent)
+	if err != nil {
+		return err
+	}
+	if err := orchestrator.CheckMemory(b.Content); err != nil {
+		return err
+	}
+	m, _, err := s.Artifacts.WriteMemory(c.UserContext(), orchestrator.Agent{ID: ch.AgentID, GuildID: ch.GuildID, OrgID: ch.OrgID}, b.Content, s.now())
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"agent_id": ch.AgentID, "content": m.Content, "chars": utf8.RuneCountInString(m.Content), "max_chars": orchestrator.MemoryMaxChars, "updated_at": m.UpdatedAt})
 }
 
 func (s *Server) getMemory(c *fiber.Ctx) error {

@@ -148,3 +148,67 @@ func TestNotesAndMemoryAPI(t *testing.T) {
 	e.must(404, "GET", "/api/agents/agt_missing/memory", nil)
 	e.must(404, "GET", "/api/agents/agt_missing/memory/revisions", nil)
 }
+
+// TestSeedNotesAndMemory (issue 33): an operator writes notes at each level and an agent's memory
+// through the API, under the tools' rules: created then replaced, a bad key refused with a valid
+// one suggested, past the limits refused, the memory's previous version archived; another agent's
+// key reaches neither (404), the agent's own key may not write them (403).
+func TestSeedNotesAndMemory(t *testing.T) {
+	e := newEnv(t, nil)
+	agentID := e.agent(nil)
+	a := e.must(200, "GET", "/api/agents/"+agentID, nil)
+	org, guild := a["org_id"].(string), a["guild_id"].(string)
+	other := e.must(201, "POST", "/api/guilds/"+guild+"/agents", map[string]any{"name": "Bob"})["id"].(string)
+
+	n := e.must(201, "PUT", "/api/orgs/"+org+"/notes/policy.md", map[string]any{"content": "# Policy\nNever pay twice."})
+	if n["path"] != "org/policy.md" || n["org_id"] != org || n["content"] != "# Policy\nNever pay twice." {
+		t.Fatalf("created %v", n)
+	}
+	again := e.must(200, "PUT", "/api/orgs/"+org+"/notes/policy.md", map[string]any{"content": "# Policy v2"})
+	if again["id"] != n["id"] || again["content"] != "# Policy v2" {
+		t.Fatalf("replaced %v", again)
+	}
+	if got := e.must(200, "GET", "/api/notes/"+n["id"].(string), nil); got["content"] != "# Policy v2" {
+		t.Fatalf("read back %v", got)
+	}
+	if g := e.must(201, "PUT", "/api/guilds/"+guild+"/notes/my%20plan.md", map[string]any{"content": "ship"}); g["path"] != "guild/my plan.md" || g["guild_id"] != guild {
+		t.Fatalf("guild note %v", g)
+	}
+	if g := e.must(201, "PUT", "/api/agents/"+agentID+"/notes/me.md", map[string]any{"content": "mine"}); g["path"] != "agent/me.md" || g["agent_id"] != agentID {
+		t.Fatalf("agent note %v", g)
+	}
+	if list := e.must(200, "GET", "/api/agents/"+agentID+"/notes", nil)["notes"].([]any); len(list) != 1 {
+		t.Fatalf("agent notes %v", list)
+	}
+	for key, says := range map[string]string{"a%2Fb.md": "a-b.md", "plan.txt": "plan.txt.md", ".hidden.md": "hidden.md"} {
+		if st, out := e.do("PUT", "/api/guilds/"+guild+"/notes/"+key, map[string]any{"content": "x"}); st != 422 || !strings.Contains(errMessage(out), says) {
+			t.Fatalf("key %s: %d %v", key, st, out)
+		}
+	}
+	if st, out := e.do("PUT", "/api/guilds/"+guild+"/notes/big.md", map[string]any{"content": strings.Repeat("é", orchestrator.NoteMaxChars+1)}); st != 422 || !strings.Contains(errMessage(out), "a note holds at most 200000") {
+		t.Fatalf("a note past the limit: %d %v", st, out)
+	}
+	e.must(404, "PUT", "/api/orgs/org_missing/notes/x.md", map[string]any{"content": "x"})
+	e.must(422, "PUT", "/api/orgs/"+org+"/notes/x.md", map[string]any{"text": "x"})
+
+	// Memory: written, replaced with the previous version archived, limited like memory_write.
+	if m := e.must(200, "PUT", "/api/agents/"+agentID+"/memory", map[string]any{"content": "Customer prefers email."}); m["content"] != "Customer prefers email." || m["chars"].(float64) != 23 {
+		t.Fatalf("memory %v", m)
+	}
+	e.must(200, "PUT", "/api/agents/"+agentID+"/memory", map[string]any{"content": "Customer prefers phone."})
+	if m := e.must(200, "GET", "/api/agents/"+agentID+"/memory", nil); m["content"] != "Customer prefers phone." {
+		t.Fatalf("memory read back %v", m)
+	}
+	if revs := e.must(200, "GET", "/api/agents/"+agentID+"/memory/revisions", nil)["revisions"].([]any); len(revs) != 1 || revs[0].(map[string]any)["content"] != "Customer prefers email." {
+		t.Fatalf("revisions %v", revs)
+	}
+	if st, out := e.do("PUT", "/api/agents/"+agentID+"/memory", map[string]any{"content": strings.Repeat("a", orchestrator.MemoryMaxChars+1)}); st != 422 || !strings.Contains(errMessage(out), "memory holds at most 12000") {
+		t.Fatalf("memory past the limit: %d %v", st, out)
+	}
+	e.must(404, "PUT", "/api/agents/agt_missing/memory", map[string]any{"content": "x"})
+
+	key := e.must(201, "POST", "/api/agents/"+agentID+"/keys", map[string]any{"name": "runtime"})["key"].(string)
+	e.expect(404, asBearer(key), "PUT", "/api/agents/"+other+"/memory", map[string]any{"content": "x"})
+	e.expect(404, asBearer(key), "PUT", "/api/agents/"+other+"/notes/x.md", map[string]any{"content": "x"})
+	e.expect(403, asBearer(key), "PUT", "/api/agents/"+agentID+"/memory", map[string]any{"content": "x"})
+}

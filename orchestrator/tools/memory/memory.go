@@ -57,14 +57,10 @@ func (t *Tools) write(ctx context.Context, c *registry.Call) (string, error) {
 	if err := json.Unmarshal(c.Args, &in); err != nil {
 		return "", fmt.Errorf("memory_write arguments: %w", err)
 	}
+	if err := orchestrator.CheckMemory(in.Content); err != nil {
+		return "", err
+	}
 	n := utf8.RuneCountInString(in.Content)
-	if n > orchestrator.MemoryMaxChars {
-		return "", orchestrator.Errorf(orchestrator.EINVALID, "memory not written: content is %d characters; memory holds at most %d, so cut %d (keep what future runs need, move details into notes)",
-			n, orchestrator.MemoryMaxChars, n-orchestrator.MemoryMaxChars)
-	}
-	if !utf8.ValidString(in.Content) {
-		return "", orchestrator.Errorf(orchestrator.EINVALID, "memory not written: content is not valid UTF-8")
-	}
 	agent := orchestrator.Agent{ID: c.AgentID, GuildID: c.GuildID, OrgID: c.OrgID}
 	_, archived, err := t.Store.WriteMemory(ctx, agent, in.Content, t.now())
 	if err != nil {

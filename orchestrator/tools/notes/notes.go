@@ -8,15 +8,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/registry"
 )
-
-// MaxContentChars is the most characters one note may hold.
-const MaxContentChars = 200000
 
 // Find limits: how many notes note_find lists by default and at most.
 const (
@@ -201,15 +197,7 @@ func (t *Tools) write(ctx context.Context, c *registry.Call) (string, error) {
 	if !validLevel(in.Level) {
 		problems = append(problems, fmt.Sprintf("level must be agent, guild or org, got %q", in.Level))
 	}
-	if err := ValidKey(in.Key); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if n := utf8.RuneCountInString(in.Content); n > MaxContentChars {
-		problems = append(problems, fmt.Sprintf("content is %d characters; a note holds at most %d: split it into several notes", n, MaxContentChars))
-	}
-	if !utf8.ValidString(in.Content) {
-		problems = append(problems, "content is not valid UTF-8")
-	}
+	problems = append(problems, orchestrator.NoteProblems(in.Key, in.Content)...)
 	if len(problems) > 0 {
 		return "", orchestrator.Errorf(orchestrator.EINVALID, "note not written: %s", strings.Join(problems, "; "))
 	}
@@ -284,65 +272,13 @@ func validLevel(l string) bool {
 	return l == orchestrator.LevelAgent || l == orchestrator.LevelGuild || l == orchestrator.LevelOrg
 }
 
-// MaxKeyBytes is the longest note key.
-const MaxKeyBytes = 200
-
-// ValidKey checks a note key: a .md file name, no folders. An error names a valid key to use
-// instead (SuggestKey).
-func ValidKey(key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("key is empty; give the note's file name, e.g. plan.md")
-	case strings.ContainsAny(key, `/\`):
-		return fmt.Errorf("key %q contains a slash; notes have no folders: use a file name such as %s", key, SuggestKey(key))
-	case !strings.HasSuffix(key, ".md") || key == ".md":
-		return fmt.Errorf("key %q must be a file name ending in .md, e.g. %s", key, SuggestKey(key))
-	case strings.HasPrefix(key, "."):
-		return fmt.Errorf("key %q must not start with a dot, e.g. %s", key, SuggestKey(key))
-	case len(key) > MaxKeyBytes:
-		return fmt.Errorf("key is %d bytes; at most %d, e.g. %s", len(key), MaxKeyBytes, SuggestKey(key))
-	case !utf8.ValidString(key):
-		return fmt.Errorf("key is not valid UTF-8, e.g. %s", SuggestKey(key))
-	}
-	for _, r := range key {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("key %q contains a control character, e.g. %s", key, SuggestKey(key))
-		}
-	}
-	return nil
-}
-
-// SuggestKey turns a refused key into a valid one: slashes become dashes, control characters and
-// invalid UTF-8 go, leading dots and dashes go, .md ends it, and it fits MaxKeyBytes.
-func SuggestKey(key string) string {
-	k := strings.ToValidUTF8(key, "")
-	k = strings.Map(func(r rune) rune {
-		switch {
-		case r == '/' || r == '\\':
-			return '-'
-		case unicode.IsControl(r):
-			return -1
-		}
-		return r
-	}, k)
-	base := strings.TrimLeft(strings.TrimSuffix(strings.TrimSuffix(k, "."), ".md"), ".-")
-	for len(base) > MaxKeyBytes-len(".md") {
-		_, size := utf8.DecodeLastRuneInString(base)
-		base = base[:len(base)-size]
-	}
-	if strings.TrimSpace(base) == "" {
-		base = "note"
-	}
-	return base + ".md"
-}
-
 // ParsePath splits a display path level/key and checks both parts.
 func ParsePath(p string) (level, key string, err error) {
 	level, key, ok := strings.Cut(p, "/")
 	if !ok || !validLevel(level) {
 		return "", "", orchestrator.Errorf(orchestrator.EINVALID, "path %q must be level/key with level agent, guild or org, e.g. guild/plan.md", p)
 	}
-	if err := ValidKey(key); err != nil {
+	if err := orchestrator.ValidNoteKey(key); err != nil {
 		return "", "", orchestrator.Errorf(orchestrator.EINVALID, "path %q: %v", p, err)
 	}
 	return level, key, nil

@@ -246,7 +246,7 @@ func TestBadInput(t *testing.T) {
 		{"note_write", `{"level":"guild","key":"plan.txt","content":"x"}`, "must be a file name ending in .md"},
 		{"note_write", `{"level":"guild","key":".md","content":"x"}`, "must be a file name ending in .md"},
 		{"note_write", `{"level":"guild","key":"","content":"x"}`, "key is empty"},
-		{"note_write", `{"level":"agent","key":"x.md","content":"` + strings.Repeat("a", notes.MaxContentChars+1) + `"}`, "a note holds at most 200000"},
+		{"note_write", `{"level":"agent","key":"x.md","content":"` + strings.Repeat("a", orchestrator.NoteMaxChars+1) + `"}`, "a note holds at most 200000"},
 		{"note_get", `{"path":"plan.md"}`, "must be level/key"},
 		{"note_get", `{"path":"team/plan.md"}`, "must be level/key"},
 		{"note_get", `{"path":"guild/sub/plan.md"}`, "contains a slash"},
@@ -255,7 +255,7 @@ func TestBadInput(t *testing.T) {
 		w.fails(w.a1, tc.tool, tc.args, orchestrator.EINVALID, tc.want)
 	}
 	// Both problems at once, nothing written.
-	_, err := w.call(w.a1, "note_write", `{"level":"guild","key":"a/b","content":"`+strings.Repeat("é", notes.MaxContentChars+1)+`"}`)
+	_, err := w.call(w.a1, "note_write", `{"level":"guild","key":"a/b","content":"`+strings.Repeat("é", orchestrator.NoteMaxChars+1)+`"}`)
 	if err == nil || !strings.Contains(err.Error(), "at most 200000") || !strings.Contains(err.Error(), "contains a slash") {
 		t.Fatalf("want both problems, got %v", err)
 	}
