@@ -35,6 +35,14 @@ listen="${GUILDS_LISTEN:-$(dotenv GUILDS_LISTEN)}"
 listen="${listen:-127.0.0.1:8080}"
 export GUILDS_LISTEN="$listen"
 
+# The host's Go, when present, is bound read-only into every sandbox (GUILDS_SANDBOX_BIND), so an
+# agent can build and test Go code; a GUILDS_SANDBOX_BIND of the environment or .env wins.
+bind="${GUILDS_SANDBOX_BIND:-$(dotenv GUILDS_SANDBOX_BIND)}"
+if [ -z "$bind" ] && command -v go >/dev/null 2>&1; then
+  bind="$(go env GOROOT 2>/dev/null || true)"
+fi
+[ -n "$bind" ] && export GUILDS_SANDBOX_BIND="$bind"
+
 db="embedded PostgreSQL in $GUILDS_DATA_DIR/postgres"
 [ -n "${DATABASE_URL:-$(dotenv DATABASE_URL)}" ] && db="DATABASE_URL"
 cat <<MSG
@@ -43,6 +51,7 @@ cat <<MSG
   address:  http://$listen    (the operator app at /, the API under /api, its OpenAPI at /api/openapi.json)
   bootstrap token: $token     (the instance admin's: keep it for scripts and the first account)
   database: $db
+  sandbox toolchains: ${GUILDS_SANDBOX_BIND:-none}    (GUILDS_SANDBOX_BIND, read-only in every sandbox)
   first account (in another terminal, once it listens; asks for a password of 12+ characters):
             bin/orchestrator accounts create --admin --email you@example.com --name "Your Name"
   then sign in at http://$listen/ with that email and password.

@@ -90,6 +90,7 @@ type Sandbox struct {
 	ChromiumIdle time.Duration  // GUILDS_CHROMIUM_IDLE: an agent's Chromium without a browser call this long stops
 	Limits       sandbox.Limits // GUILDS_SANDBOX_PIDS, _CPU, _MEMORY, _TMP, _RUN and _DISK
 	UIDBase      uint32         // GUILDS_SANDBOX_UID_BASE: the first host id of the agents' range
+	Bind         []string       // GUILDS_SANDBOX_BIND: host folders bound read-only into every sandbox (toolchains)
 }
 
 // Load reads the configuration. envFile is read when it exists ("" skips it); lookup is the

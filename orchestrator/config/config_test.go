@@ -212,15 +212,17 @@ func TestLoadTyped(t *testing.T) {
 		"GUILDS_SANDBOX_IDLE": "1h", "GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_MEMORY": "2GiB",
 		"GUILDS_SANDBOX_TMP": "8MiB", "GUILDS_SANDBOX_RUN": "2M", "GUILDS_SANDBOX_DISK": "none", "GUILDS_SANDBOX_UID_BASE": "2000000",
 		"GUILDS_SANDBOX_NETWORK": "none", "GUILDS_SANDBOX": "local", "PUBLIC_BASE_URL": " https://guilds.example/ ", "GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.0/16, fd00:1::/64",
+		"GUILDS_SANDBOX_BIND": "/usr/local/go, /opt/zig/", "GUILDS_UPLOAD_MAX": "200MiB", "GUILDS_IMPORT_MAX": "2GiB",
 		"GMAIL_OAUTH_CLIENT_ID": "id", "GMAIL_OAUTH_CLIENT_SECRET": " ", "GITHUB_APP_ID": "12", "GUILDS_METRICS_LISTEN": "127.0.0.1:9090"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Sandbox{Kind: "local", Network: "none", Idle: time.Hour, ChromiumIdle: 5 * time.Minute, UIDBase: 2000000,
 		AllowNets: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/64")},
+		Bind:      []string{"/usr/local/go", "/opt/zig"},
 		Limits:    sandbox.Limits{Pids: 300, CPUWeight: 50, Memory: 2 << 30, Tmp: 8 << 20, Run: 2 << 20, Disk: 0}}
 	if !reflect.DeepEqual(c.Sandbox, want) || c.MCPIdle != 90*time.Second || c.MCPListTTL != 2*time.Minute || c.PublicBaseURL != "https://guilds.example" ||
-		c.MCPCallTimeout != 2*time.Minute || c.MCPCallMax != 30*time.Minute ||
+		c.MCPCallTimeout != 2*time.Minute || c.MCPCallMax != 30*time.Minute || c.UploadMax != 200<<20 || c.ImportMax != 2<<30 ||
 		c.GoogleClientID != "id" || c.GitHub.AppID != "12" || c.MetricsListen != "127.0.0.1:9090" {
 		t.Fatalf("config %+v", c)
 	}
@@ -237,7 +239,7 @@ func TestLoadTyped(t *testing.T) {
 	}
 	for name, value := range map[string]string{"GUILDS_MCP_LIST_TTL": "soon", "GUILDS_MCP_CALL_TIMEOUT": "forever", "GUILDS_MCP_CALL_MAX": "0s", "GUILDS_CHROMIUM_IDLE": "-1s", "GUILDS_SANDBOX_PIDS": "3",
 		"GUILDS_SANDBOX_MEMORY": "lots", "GUILDS_SANDBOX_DISK": "1MiB", "GUILDS_SANDBOX_NETWORK": "wifi", "GUILDS_SANDBOX_UID_BASE": "7",
-		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.1/16"} {
+		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.1/16", "GUILDS_SANDBOX_BIND": "go/bin", "GUILDS_UPLOAD_MAX": "big", "GUILDS_IMPORT_MAX": "0"} {
 		if _, err := load(map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: %v, want an error naming it", name, value, err)
 		}

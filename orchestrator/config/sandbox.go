@@ -24,6 +24,9 @@ func loadSandbox(get func(string) string) (Sandbox, error) {
 		return sb, fmt.Errorf("GUILDS_SANDBOX_ALLOW_NETS: %w (ranges separated by commas, e.g. 10.20.0.0/16,fd00:1::/64)", err)
 	}
 	sb.AllowNets = nets
+	if sb.Bind, err = sandbox.ParseBinds(get("GUILDS_SANDBOX_BIND")); err != nil {
+		return sb, fmt.Errorf("GUILDS_SANDBOX_BIND: %w", err)
+	}
 	idle := func(name string, dst *time.Duration) error {
 		v := get(name)
 		if v == "" {

@@ -54,7 +54,10 @@ type Bubblewrap struct {
 	AllowNets []netip.Prefix
 	Limits    Limits // zero fields: the defaults
 	UIDBase   uint32 // first id of the host range for agents; 0: DefaultUIDBase
-	bwrap     string
+	// Bind are host folders bound read-only into every sandbox at the same path, each one's bin
+	// (or itself) on PATH (GUILDS_SANDBOX_BIND, checked by CheckBinds): toolchains such as Go.
+	Bind  []string
+	bwrap string
 
 	prepOnce sync.Once
 	h        *hostSetup
@@ -141,7 +144,7 @@ func (p *Bubblewrap) prepare() *hostSetup {
 	if h.gid == 0 {
 		h.gid = DefaultUIDBase
 	}
-	h.status = Status{Backend: p.Kind(), UserNamespace: true, Missing: []string{}}
+	h.status = Status{Backend: p.Kind(), UserNamespace: true, Missing: []string{}, Bind: append([]string{}, p.Bind...)}
 	missing := func(format string, a ...any) { h.status.Missing = append(h.status.Missing, fmt.Sprintf(format, a...)) }
 	network := p.Network
 	switch {
@@ -680,6 +683,9 @@ func (b *bwrapBox) serverArgs(h *hostSetup, mounts []mount) []string {
 	for _, m := range mounts {
 		a = append(a, "--ro-bind", m.src, m.dst)
 	}
+	for _, d := range b.p.Bind {
+		a = append(a, "--ro-bind", d, d)
+	}
 	// The folders bwrap made to hold the mounts are the agent's until remounted read-only: the
 	// agent must not rename /usr/local/bin away and put helpers of its own in its place.
 	a = append(a, "--remount-ro", "/usr/local", "--remount-ro", "/dev", "--remount-ro", "/")
@@ -703,6 +709,9 @@ func (b *bwrapBox) baseEnv() []string {
 		}
 		path = BinDir + ":" + tools + ":/usr/bin:/bin"
 		env = append(env, "GUILDS_TOOLS_DIR="+tools)
+	}
+	for _, d := range b.p.Bind {
+		path += ":" + bindPath(d)
 	}
 	return append([]string{"PATH=" + path}, env...)
 }

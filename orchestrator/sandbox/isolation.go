@@ -62,6 +62,8 @@ type Status struct {
 	// Egress is what the user-mode network may reach; nil without one.
 	Egress  *Egress  `json:"egress,omitempty"`
 	Missing []string `json:"missing"` // what this host does not let the sandbox enforce, and why
+	// Bind are the host folders bound read-only into every sandbox (GUILDS_SANDBOX_BIND).
+	Bind []string `json:"bind"`
 }
 
 // Egress is the user-mode network's policy: the host's own addresses are always refused, and

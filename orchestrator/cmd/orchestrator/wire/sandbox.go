@@ -62,6 +62,10 @@ func registerSandboxTools(reg *registry.Registry, p sandbox.Provider, cfg config
 		bw.Idle, bw.Network, bw.AllowNets, bw.Limits, bw.UIDBase = sb.Idle, sb.Network, sb.AllowNets, sb.Limits, sb.UIDBase
 		// Another orchestrator of this host on the same uid range would share its agents' uids.
 		dataDir, _ := filepath.Abs(cfg.DataDir)
+		if err := sandbox.CheckBinds(sb.Bind, dataDir, bw.Root, bw.BinDir); err != nil {
+			return nil, fmt.Errorf("GUILDS_SANDBOX_BIND: %w", err)
+		}
+		bw.Bind = sb.Bind
 		var err error
 		if unlock, err = bw.LockUIDRange(dataDir); err != nil {
 			return nil, err
