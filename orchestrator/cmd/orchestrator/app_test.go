@@ -330,6 +330,9 @@ func TestInstanceReportsSandbox(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
 		"GUILDS_SANDBOX_PIDS": "300", "GUILDS_SANDBOX_MEMORY": "2GiB", "GUILDS_SANDBOX_CPU": "50", "GUILDS_SANDBOX_DISK": "1GiB",
 		"GUILDS_SANDBOX_ALLOW_NETS": "10.20.0.0/16, 192.168.5.0/24"}
+	toolchain := sandboxtest.Root(t)
+	os.Chmod(toolchain, 0o755)
+	env["GUILDS_SANDBOX_BIND"] = toolchain
 	s := startServe(t, env, nil)
 	st, inst := request(t, "GET", "http://"+s.addr+"/api/instance", nil)
 
@@ -358,6 +361,9 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		!slices.Contains(e.Refused, "169.254.0.0/16") || !slices.Contains(e.Refused, "10.0.0.0/8") || e.Resolvers == nil {
 		t.Errorf("instance sandbox's egress: %s", raw)
 	}
+	if !slices.Equal(box.Bind, []string{toolchain}) {
+		t.Errorf("instance sandbox's binds: %s", raw)
+	}
 	if d := box.DiskSpace; d == nil || d.Quota != 1<<30 || d.Images != 0 || d.Free <= 0 {
 		t.Errorf("instance sandbox's disk space: %s", raw)
 	}
@@ -375,10 +381,16 @@ func TestInstanceReportsSandbox(t *testing.T) {
 		{"GUILDS_SANDBOX_PIDS", "3", "from 64"},
 		{"GUILDS_SANDBOX_DISK", "1MiB", "below the smallest workspace quota"},
 		{"GUILDS_SANDBOX_ALLOW_NETS", "10.0.0.0/8,lan", `"lan" is not a range`},
+		{"GUILDS_SANDBOX_BIND", "/etc", "which the sandbox makes itself"},
+		{"GUILDS_SANDBOX_BIND", "DATA", "which no sandbox may read"},
 	} {
 		var out, errb syncBuf
+		data := t.TempDir()
+		if bad.value == "DATA" {
+			bad.value = filepath.Dir(data)
+		}
 		env := map[string]string{"DATABASE_URL": dsn, "GUILDS_LISTEN": "127.0.0.1:0", "GUILDS_ADMIN_TOKEN": testToken,
-			"GUILDS_DATA_DIR": t.TempDir(), bad.name: bad.value}
+			"GUILDS_DATA_DIR": data, bad.name: bad.value}
 		if code := run(context.Background(), []string{"serve"}, lookupOf(env), strings.NewReader(""), &out, &errb, hooks{}); code != 1 ||
 			!strings.Contains(errb.String(), bad.name) || !strings.Contains(errb.String(), bad.says) {
 			t.Errorf("%s=%s: exit %d: %s", bad.name, bad.value, code, errb.String())
