@@ -14,11 +14,13 @@ import (
 	"path"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
+	"github.com/valyala/fasthttp"
 )
 
 // WorkspaceFiles reaches agents' workspace files through their sandboxes, as the agent, by the
@@ -43,9 +45,29 @@ func (s *Server) fileRoutes(api fiber.Router) {
 var streamedRoute = regexp.MustCompile(`^/api/agents/[^/]+/files(/import)?/?$`)
 
 // streamsBody reports whether the request's route streams its body (an upload or an import).
-func streamsBody(c *fiber.Ctx) bool {
-	m := c.Method()
-	return (m == fiber.MethodPut || m == fiber.MethodPost) && streamedRoute.MatchString(c.Path())
+func streamsBody(c *fiber.Ctx) bool { return streams(c.Method(), c.Path()) }
+
+// streams reports whether method and path name a route that streams its body.
+func streams(method, path string) bool {
+	return (method == fiber.MethodPut || method == fiber.MethodPost) && streamedRoute.MatchString(path)
+}
+
+// declaredTooLarge is the header refuseEarly puts on a request whose declared body passes
+// BodyLimit on a route that does not stream it (a client's own copy is dropped first).
+const declaredTooLarge = "X-Guilds-Declared-Too-Large"
+
+// refuseEarly (the server's HeaderReceived hook) keeps a streaming server from reading any of a
+// body it will refuse: a request whose Content-Length passes BodyLimit on a route that does not
+// stream its body is marked, and its length set to 0 so the server reads nothing of it before
+// bodyCap answers 413 and closes the connection.
+func refuseEarly(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	h.Del(declaredTooLarge)
+	path, _, _ := strings.Cut(string(h.RequestURI()), "?")
+	if h.ContentLength() > BodyLimit && !streams(string(h.Method()), path) {
+		h.Set(declaredTooLarge, "1")
+		h.SetContentLength(0)
+	}
+	return fasthttp.RequestConfig{}
 }
 
 // bodyCap holds every request body to BodyLimit but the uploads'. The server streams bodies past
@@ -53,6 +75,10 @@ func streamsBody(c *fiber.Ctx) bool {
 // body read here, at most BodyLimit, or a 413. A request whose body was streamed closes its
 // connection after the answer: what the handler left unread must not be read as the next request.
 func (s *Server) bodyCap(c *fiber.Ctx) error {
+	if len(c.Request().Header.Peek(declaredTooLarge)) > 0 {
+		c.Context().SetConnectionClose()
+		return fiber.ErrRequestEntityTooLarge
+	}
 	if !c.Request().IsBodyStream() {
 		return c.Next()
 	}

@@ -128,6 +128,7 @@ func (s *Server) fiberConfig() fiber.Config {
 // caller and decides with its roles (auth.go).
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
+	app.Server().HeaderReceived = refuseEarly
 	app.Use(s.recoverAndLog, requestID, s.audit, s.bodyCap, refuseNUL)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
