@@ -40,7 +40,7 @@ var EventTypes = []EventType{
 	{EventSecretRequested, "an agent asked for a secret (secret_request): data.request names the secret, never a value", RoleOperator},
 	{EventSecretAnswered, "an operator stored the secret a pending request asked for: data.request, never the value", RoleOperator},
 	{EventGroupPosted, "an agent posted to its guild's group chat (group_post): data.message", RoleViewer},
-	{EventConnectionDisconnected, "a login stopped working: data.reason (credentials_refused, invalid_grant), data.message and data.connection", RoleViewer},
+	{EventConnectionDisconnected, "a login stopped working: data.reason (credentials_refused, invalid_grant, server_moved), data.message and data.connection", RoleViewer},
 	{EventApprovalRequested, "a call of a tool set to Ask waits for an operator's approval: data.approval (pending, with the call's redacted arguments and their digest)", RoleOperator},
 	{EventApprovalDecided, "an approval request ended: data.approval with its status (approved or denied, with decided_by and a denial's reason; expired, with why)", RoleOperator},
 }
@@ -171,6 +171,7 @@ func GroupPostedEvent(orgID string, m ChatMessage) Event {
 const (
 	DisconnectCredentialsRefused = "credentials_refused" // the provider refused the stored key, or the GitHub App's installation is gone
 	DisconnectInvalidGrant       = "invalid_grant"       // the authorization server refused to renew an OAuth login
+	DisconnectServerMoved        = "server_moved"        // an instance admin changed the server's URL or an endpoint (ServerMovedReason)
 )
 
 // ConnectionDisconnectedEvent reports a login that stopped working, with why; never a credential.

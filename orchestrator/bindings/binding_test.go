@@ -216,6 +216,10 @@ func TestServerMoveDisconnectsLogins(t *testing.T) {
 	if got := status(cg); got.Status != orchestrator.ConnConnected {
 		t.Fatalf("another server's login is %s", got.Status)
 	}
+	var reason, conn string
+	if err := w.pool.QueryRow(w.ctx, `SELECT data->>'reason', data->'connection'->>'id' FROM events WHERE type = 'connection.disconnected'`).Scan(&reason, &conn); err != nil || reason != orchestrator.DisconnectServerMoved || conn != dp.ID {
+		t.Fatalf("the move's event: %q %q %v", reason, conn, err)
+	}
 	w.connect("dexpaprika", "org", "o1", map[string]string{"api_key": "dp-key"})
 	if got := status(dp); got.Status != orchestrator.ConnConnected || got.DisconnectReason != "" {
 		t.Fatalf("connected again: %s %q", got.Status, got.DisconnectReason)

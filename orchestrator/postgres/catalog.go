@@ -212,8 +212,9 @@ func (s *Store) attachTools(ctx context.Context, servers []orchestrator.MCPServe
 // so reseeds keep it; the URL and endpoints go to admin_url and admin_endpoints, which reseeds never
 // touch (a URL of JSON null, or an endpoint set to null, restores the seeded value). When the URL or
 // an endpoint in effect changed, every login of the server not disconnected yet is marked
-// disconnected with the reason in the same transaction: its stored credentials were verified
-// against the old host only, and go nowhere until its next Connect verifies them against the new.
+// disconnected with the reason in the same transaction, each reported by connection.disconnected
+// (server_moved): its stored credentials were verified against the old host only, and go nowhere
+// until its next Connect verifies them against the new.
 func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.ServerPatch, now time.Time) (orchestrator.MCPServer, error) {
 	setURL, restoreURL := len(p.URL) > 0, string(p.URL) == "null"
 	var adminURL *string
@@ -258,9 +259,25 @@ func (s *Store) PatchServer(ctx context.Context, slug string, p orchestrator.Ser
 		if urlAfter == urlBefore && endpointsAfter == endpointsBefore {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `UPDATE mcp_connections SET status = 'disconnected', disconnect_reason = $2, updated_at = $3
-			WHERE server_slug = $1 AND status <> 'disconnected'`, slug, orchestrator.ServerMovedReason, now)
-		return err
+		rows, err := tx.Query(ctx, `UPDATE mcp_connections SET status = 'disconnected', disconnect_reason = $2, updated_at = $3
+			WHERE server_slug = $1 AND status <> 'disconnected' RETURNING id`, slug, orchestrator.ServerMovedReason, now)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			c, err := scanConnection(tx.QueryRow(ctx, "SELECT "+connectionColumns+" FROM mcp_connections c WHERE c.id = $1", id))
+			if err != nil {
+				return err
+			}
+			if err := appendEvents(ctx, tx, orchestrator.ConnectionDisconnectedEvent(c, orchestrator.DisconnectServerMoved, orchestrator.ServerMovedReason, now)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return orchestrator.MCPServer{}, notFound("catalog server", slug)
