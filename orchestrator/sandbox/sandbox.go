@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -242,6 +243,48 @@ func (f fileAPI) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil
+}
+
+// TailReader is a Sandbox that reads the end of a workspace file without reading all of it (the
+// local and bubblewrap sandboxes are): a long call's progress follows its log this way.
+type TailReader interface {
+	// ReadTail reads at most n bytes from the end of a file at a sandbox path under Places().Home.
+	ReadTail(ctx context.Context, name string, n int) ([]byte, error)
+}
+
+// ReadTail reads at most n bytes from the end of a workspace file, through os.Root like ReadFile.
+func (f fileAPI) ReadTail(ctx context.Context, name string, n int) ([]byte, error) {
+	hostDir, rel, err := f.locate(name)
+	if err != nil {
+		return nil, err
+	}
+	if hostDir == "" || hostDir != f.home {
+		return nil, fmt.Errorf("sandbox path %q is not in %s: only workspace files have their end read", name, f.places.Home)
+	}
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox folder: %w", err)
+	}
+	defer root.Close()
+	file, err := root.Open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: not a regular file", name)
+	}
+	from := max(fi.Size()-int64(n), 0)
+	buf := make([]byte, fi.Size()-from)
+	got, err := file.ReadAt(buf, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return buf[:got], nil
 }
 
 func (f fileAPI) Remove(ctx context.Context, name string) error {
