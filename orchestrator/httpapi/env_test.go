@@ -65,7 +65,8 @@ type env struct {
 	store *postgres.Store
 	// approvals holds what calls of Ask tools wait for; a test may set its Wait before its first call.
 	approvals *approvals.Service
-	runs      *runs.Service // the API's run service, for a call a test makes directly
+	runs      *runs.Service   // the API's run service, for a call a test makes directly
+	api       *httpapi.Server // what app serves
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -152,12 +153,34 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 
 // newEnv builds the API; set is which integrations' variables the offer policy and instance view
 // see set.
-func newEnv(t testing.TB, set integrations.Set) *env {
+func newEnv(t testing.TB, set integrations.Set) *env { return newEnvWith(t, set, envOptions{}) }
+
+// envOptions change what newEnvWith builds.
+type envOptions struct {
+	tools       []registry.Tool          // registered besides the test tools
+	mcpIdle     time.Duration            // the server's MCPSessionIdle; 0: its default
+	log         *syncBuffer              // the log's sink; nil: a fresh one
+	registerExt func(*registry.Registry) // registers more tools (a sandbox family)
+}
+
+// newEnvWith is newEnv with options.
+func newEnvWith(t testing.TB, set integrations.Set, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
+	if o.log != nil {
+		e.logs = o.log
+	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
 	reg := testTools(t, e.order)
+	for _, tool := range o.tools {
+		if err := reg.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.registerExt != nil {
+		o.registerExt(reg)
+	}
 	cat, policy := catalogFor(t, store, reg, set, log)
 	e.store, e.ids, e.audit = store, &identity.Service{Store: store, Box: cat.Box, Bootstrap: token, Log: log}, &identity.Auditor{Store: store, Log: log}
 	actx, stopAudit := context.WithCancel(context.Background())
@@ -168,8 +191,9 @@ func newEnv(t testing.TB, set integrations.Set) *env {
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
 		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids), Approvals: e.approvals}
 	e.runs = svc
-	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
-		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals})
+	e.api = &httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals, MCPSessionIdle: o.mcpIdle}
+	e.app = httpapi.New(e.api)
 	return e
 }
 
