@@ -332,9 +332,8 @@ func (s *Server) mcpInitialize(c *fiber.Ctx, p identity.Principal, direct bool, 
 		req := runs.StartRequest{Kind: c.Query("kind", orchestrator.KindDirect)}
 		if v := c.Query("tool_call_budget"); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil {
-				return c.JSON(rpcResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: m.ID, Error: &rpcError{Code: mcp.INVALID_PARAMS,
-					Message: fmt.Sprintf("the query's tool_call_budget must be a whole number, got %q", clip(v, 40))}})
+			if err != nil { // the URL is wrong, not the message: refused like any bad query
+				return fault(http.StatusBadRequest, m.ID, mcp.INVALID_PARAMS, "the query's tool_call_budget must be a whole number, got %q", clip(v, 40)).answer(c)
 			}
 			req.Budget = &n
 		}
