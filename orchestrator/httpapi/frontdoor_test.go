@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,53 @@ func (e *env) rpc(method, path, bearer, sid string, body any, accept ...string) 
 		}
 	}
 	return a
+}
+
+// liveStream is a session's GET stream over a loopback listener, open once its first comment came.
+type liveStream struct {
+	req    *http.Request
+	resp   *http.Response
+	head   []byte
+	cancel context.CancelFunc
+}
+
+// stream opens the session's event stream at base+path and returns once the server wrote its
+// opening comment, so the stream is the session's.
+func (e *env) stream(base, path, bearer, sid string) *liveStream {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	ls := &liveStream{req: req, resp: resp, cancel: cancel}
+	if resp.StatusCode == 200 {
+		head := make([]byte, len(": stream open\n\n"))
+		if _, err := io.ReadFull(resp.Body, head); err != nil || string(head) != ": stream open\n\n" {
+			e.t.Fatalf("the stream's opening: %q %v", head, err)
+		}
+		ls.head = head
+	}
+	return ls
+}
+
+// finish reads the stream to its end (the session ended) and checks it live against openapi.json.
+func (ls *liveStream) finish(e *env) rpcAnswer {
+	e.t.Helper()
+	defer ls.cancel()
+	rest, err := io.ReadAll(ls.resp.Body)
+	ls.resp.Body.Close()
+	if err != nil {
+		e.t.Fatalf("the stream did not end with its session: %v", err)
+	}
+	raw := append(ls.head, rest...)
+	checkLive(e.t, ls.req, nil, ls.resp.StatusCode, ls.resp.Header, raw)
+	return rpcAnswer{status: ls.resp.StatusCode, header: ls.resp.Header, raw: raw}
 }
 
 // initialize is an initialize request.
@@ -213,8 +261,13 @@ func TestFrontDoorProtocol(t *testing.T) {
 	if a := e.rpc("GET", path, rt, sid, nil, "application/json"); a.status != 406 {
 		t.Fatalf("a stream without Accept: text/event-stream: %d %s", a.status, a.raw)
 	}
+	// The session's stream stays open until DELETE ends the session, then ends too.
+	ls := e.stream(e.serve(), path, rt, sid)
 	if a := e.rpc("DELETE", path, rt, sid, nil); a.status != 200 || a.body["run_closed"] != false {
 		t.Fatalf("DELETE: %d %s", a.status, a.raw)
+	}
+	if a := ls.finish(e); a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("the stream: %d %s", a.status, a.raw)
 	}
 	if a := e.rpc("DELETE", path, rt, sid, nil); a.status != 404 {
 		t.Fatalf("DELETE again: %d %s", a.status, a.raw)
@@ -327,19 +380,12 @@ func TestFrontDoorStream(t *testing.T) {
 	if gen := e.must(200, "POST", "/api/runs/"+runID+"/generations", nil); fmt.Sprint(gen["dropped_tools"]) != "[echo]" {
 		t.Fatalf("generation %v", gen)
 	}
-	streamed := make(chan rpcAnswer, 1)
-	go func() { streamed <- e.rpc("GET", "/mcp", key, sid, nil, "text/event-stream") }()
-	// The stream is open once the session counts it; then DELETE ends both.
-	time.Sleep(200 * time.Millisecond)
+	// The change came while no stream was open: the stream says so as it opens; DELETE ends both.
+	ls := e.stream(e.serve(), "/mcp", key, sid)
 	if a := e.rpc("DELETE", "/mcp", key, sid, nil); a.status != 200 {
 		t.Fatalf("DELETE %d %s", a.status, a.raw)
 	}
-	var got rpcAnswer
-	select {
-	case got = <-streamed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the stream did not end with its session")
-	}
+	got := ls.finish(e)
 	if got.status != 200 || !strings.Contains(string(got.raw), "notifications/tools/list_changed") {
 		t.Fatalf("the stream: %d %q", got.status, got.raw)
 	}
