@@ -35,7 +35,7 @@ type EventType struct {
 // entry here and a builder below; stores write it in the transaction of what it reports.
 var EventTypes = []EventType{
 	{EventRunStarted, "a run started: data.run with its trigger (direct, a schedule and its instruction, a group message)", RoleViewer},
-	{EventRunClosed, "a run closed: data.reason (operator, runtime, idle, missed, agent_deleted, guild_deleted, org_deleted) and data.run", RoleViewer},
+	{EventRunClosed, "a run closed: data.reason (operator, runtime, idle, missed, agent_deleted, guild_deleted, org_deleted, mcp_session) and data.run", RoleViewer},
 	{EventIssueReported, "an agent filed a tooling issue (report_issue): data.issue", RoleViewer},
 	{EventSecretRequested, "an agent asked for a secret (secret_request): data.request names the secret, never a value", RoleOperator},
 	{EventSecretAnswered, "an operator stored the secret a pending request asked for: data.request, never the value", RoleOperator},

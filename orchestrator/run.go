@@ -32,6 +32,7 @@ const (
 	CloseAgentDeleted = "agent_deleted" // DELETE /api/agents/{id}?close_runs=true
 	CloseGuildDeleted = "guild_deleted" // DELETE /api/guilds/{id}?close_runs=true
 	CloseOrgDeleted   = "org_deleted"   // DELETE /api/orgs/{id}?close_runs=true
+	CloseMCPSession   = "mcp_session"   // the /mcp session that started it ended (DELETE, idle past GUILDS_MCP_SESSION_IDLE, a stop)
 )
 
 // Run triggers: what started a run.
@@ -187,11 +188,14 @@ func (r Run) Offers(name string) bool {
 	return false
 }
 
-// A call's status: recorded as started before anything runs, completed with its result after, and
-// interrupted when the orchestrator stopped while it ran (marked at the next start).
+// A call's status: recorded as started before anything runs, completed with its result after,
+// cancelled when its client cancelled it while it ran (MCP's notifications/cancelled: the tool was
+// stopped as its timeout would stop it), and interrupted when the orchestrator stopped while it ran
+// (marked at the next start).
 const (
 	CallStarted     = "started"
 	CallCompleted   = "completed"
+	CallCancelled   = "cancelled"
 	CallInterrupted = "interrupted"
 )
 

@@ -60,6 +60,14 @@ if ! cmp -s tools/axe/package.json tools/axe/node_modules/.installed 2>/dev/null
   cp tools/axe/package.json tools/axe/node_modules/.installed
 fi
 
+# Test-only official TypeScript MCP SDK (npm @modelcontextprotocol/sdk), the MCP front door's
+# client that nobody here wrote.
+if ! cmp -s tools/mcpsdk/package.json tools/mcpsdk/node_modules/.installed 2>/dev/null; then
+  echo "setup: installing the MCP TypeScript SDK into tools/mcpsdk/node_modules"
+  (cd tools/mcpsdk && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp tools/mcpsdk/package.json tools/mcpsdk/node_modules/.installed
+fi
+
 # Go modules, so builds and tests start warm; the stamp lives in the data folder (GUILDS_DATA_DIR
 # from the environment or .env, as make run reads it; default .data).
 dotenv() { [ -f .env ] && sed -n -E "s/^[[:space:]]*(export[[:space:]]+)?$1=[\"']?([^\"'#]*)[\"']?.*/\2/p" .env | tail -n 1 || true; }

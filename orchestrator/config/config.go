@@ -50,6 +50,10 @@ type Config struct {
 	// without a progress notice; MCPCallMax is GUILDS_MCP_CALL_MAX: the longest it runs while its
 	// server keeps reporting progress (not under MCPCallTimeout when both are set).
 	MCPCallTimeout, MCPCallMax time.Duration
+	// MCPSessionIdle is GUILDS_MCP_SESSION_IDLE: a session of the MCP front door (/mcp,
+	// /api/runs/{id}/mcp) without a request or an open stream this long ends; a /mcp session
+	// closes its run with it.
+	MCPSessionIdle time.Duration
 
 	ApprovalWait time.Duration // GUILDS_APPROVAL_WAIT: how long a call of an Ask tool waits for an operator's decision (0: approvals' default, 5m)
 
@@ -162,6 +166,9 @@ func Load(lookup func(string) (string, bool), envFile string) (Config, error) {
 		return c, err
 	}
 	if c.ApprovalWait, err = envDuration(get, "GUILDS_APPROVAL_WAIT", 0); err != nil {
+		return c, err
+	}
+	if c.MCPSessionIdle, err = envDuration(get, "GUILDS_MCP_SESSION_IDLE", 0); err != nil {
 		return c, err
 	}
 	if c.SessionIdle, err = envDuration(get, "GUILDS_SESSION_IDLE", 0); err != nil {

@@ -59,6 +59,7 @@ func on(kind, role string) rule {
 func (r rule) within() rule           { r.need.Within = true; return r }
 func (r rule) runtime(which int) rule { r.need.Runtime = which; return r }
 func instanceView() rule              { return rule{need: identity.Need{Runtime: identity.RuntimeAny}} }
+func anyCaller() rule                 { return rule{need: identity.Need{Runtime: identity.RuntimeAny}} } // any credential; the handler decides
 func readRun() rule                   { return read(orchestrator.ObjectRun).runtime(identity.RuntimeRun) }
 func writeRun() rule                  { return write(orchestrator.ObjectRun).runtime(identity.RuntimeRun) }
 func agentRuntime(role string) rule {
@@ -220,7 +221,7 @@ func requestID(c *fiber.Ctx) error {
 // credential, after it is answered. It never fails or holds up the request.
 func (s *Server) audit(c *fiber.Ctx) error {
 	err := c.Next()
-	if s.Audit == nil || !strings.HasPrefix(c.Path(), "/api/") {
+	if s.Audit == nil || (!strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/mcp") {
 		return err
 	}
 	status := c.Response().StatusCode()

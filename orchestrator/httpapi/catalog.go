@@ -234,6 +234,7 @@ func (s *Server) nextGeneration(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.door.offerChanged(gen.Run) // this replica's MCP sessions of the run hear list_changed
 	return c.JSON(fiber.Map{"run": viewRun(gen.Run), "dropped_tools": gen.Dropped})
 }
 

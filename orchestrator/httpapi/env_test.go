@@ -65,8 +65,9 @@ type env struct {
 	store *postgres.Store
 	// approvals holds what calls of Ask tools wait for; a test may set its Wait before its first call.
 	approvals *approvals.Service
-	runs      *runs.Service // the API's run service, for a call a test makes directly
-	url       string        // the app on a loopback listener, once a test served it (send)
+	runs      *runs.Service   // the API's run service, for a call a test makes directly
+	api       *httpapi.Server // what app serves
+	url       string          // the app on a loopback listener, once a test served it (send)
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -154,11 +155,36 @@ func testTools(t testing.TB, order *seqLog) *registry.Registry {
 // newEnv builds the API; set is which integrations' variables the offer policy and instance view
 // see set; each of with completes the server before New (a part the env leaves out).
 func newEnv(t testing.TB, set integrations.Set, with ...func(*httpapi.Server)) *env {
+	return newEnvWith(t, set, envOptions{with: with})
+}
+
+// envOptions change what newEnvWith builds.
+type envOptions struct {
+	tools       []registry.Tool          // registered besides the test tools
+	mcpIdle     time.Duration            // the server's MCPSessionIdle; 0: its default
+	log         *syncBuffer              // the log's sink; nil: a fresh one
+	registerExt func(*registry.Registry) // registers more tools (a sandbox family)
+	with        []func(*httpapi.Server)  // each completes the server before New
+}
+
+// newEnvWith is newEnv with options.
+func newEnvWith(t testing.TB, set integrations.Set, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, pool: pgtest.NewDB(t), logs: &syncBuffer{}, order: &seqLog{}}
+	if o.log != nil {
+		e.logs = o.log
+	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := postgres.NewStore(e.pool)
 	reg := testTools(t, e.order)
+	for _, tool := range o.tools {
+		if err := reg.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.registerExt != nil {
+		o.registerExt(reg)
+	}
 	cat, policy := catalogFor(t, store, reg, set, log)
 	e.store, e.ids, e.audit = store, &identity.Service{Store: store, Box: cat.Box, Bootstrap: token, Log: log}, &identity.Auditor{Store: store, Log: log}
 	actx, stopAudit := context.WithCancel(context.Background())
@@ -169,12 +195,12 @@ func newEnv(t testing.TB, set integrations.Set, with ...func(*httpapi.Server)) *
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: cat.Caller, Log: log, Tokens: e.ids,
 		Secrets: orchestrator.JoinSecrets(connections.ConnectionSecrets{Store: store, Box: cat.Box}, e.ids), Approvals: e.approvals}
 	e.runs = svc
-	srv := &httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
-		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals}
-	for _, w := range with {
-		w(srv)
+	e.api = &httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Integrations: set, Log: log,
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, Approvals: e.approvals, MCPSessionIdle: o.mcpIdle}
+	for _, w := range o.with {
+		w(e.api)
 	}
-	e.app = httpapi.New(srv)
+	e.app = httpapi.New(e.api)
 	return e
 }
 

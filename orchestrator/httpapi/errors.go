@@ -40,6 +40,8 @@ func statusOf(code string) int {
 		return http.StatusServiceUnavailable
 	case ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case orchestrator.ELIMIT:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/guildsai/guilds/orchestrator"
 	"github.com/guildsai/guilds/orchestrator/integrations"
+	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 )
@@ -61,6 +62,11 @@ type Server struct {
 	Webhooks WebhookService // organisations' webhooks and their deliveries; nil: their routes answer 500
 	// Approvals lists and decides the requests calls of Ask tools wait for; nil: its routes answer 500.
 	Approvals ApprovalService
+	// MCPSessionIdle is GUILDS_MCP_SESSION_IDLE: an MCP session without a request or an open
+	// stream this long ends (a /mcp session closes its run); 0: DefaultMCPSessionIdle.
+	MCPSessionIdle time.Duration
+
+	door *frontDoor // the MCP sessions of this replica (frontdoor.go)
 }
 
 // RunService starts, reads and closes runs and carries their tool calls (runs.Service implements it).
@@ -72,6 +78,8 @@ type RunService interface {
 	Call(ctx context.Context, runID string, req runs.CallRequest) (runs.CallResult, error)
 	ListCalls(ctx context.Context, runID string, page orchestrator.CallPage) ([]orchestrator.ToolCall, error)
 	NextGeneration(ctx context.Context, runID string) (runs.Generation, error)
+	// Hints says what an offered tool is known to do (MCP's tool annotations).
+	Hints(t orchestrator.OfferedTool) registry.Hints
 }
 
 // SandboxReporter says what isolation the agents' sandboxes have on this host (the sandbox
@@ -129,6 +137,7 @@ func (s *Server) fiberConfig() fiber.Config {
 func New(s *Server) *fiber.App {
 	app := fiber.New(s.fiberConfig())
 	app.Server().HeaderReceived = refuseEarly
+	s.door = newFrontDoor(s)
 	app.Use(s.recoverAndLog, requestID, s.audit, s.bodyCap, refuseNUL)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
@@ -164,6 +173,16 @@ func New(s *Server) *fiber.App {
 	rs.add("POST", "/runs/:id/close", "closeRun", writeRun(), s.closeRun)
 	rs.add("POST", "/runs/:id/calls", "callTool", writeRun(), s.call)
 	rs.add("GET", "/runs/:id/calls", "listCalls", readRun(), s.listCalls)
+	rs.add("GET", "/runs/:id/tools", "listRunTools", readRun(), s.runTools)
+	// The MCP front door (frontdoor.go): the run as an MCP server, and /mcp, where an agent key's
+	// session is a run of its agent.
+	rs.add("POST", "/runs/:id/mcp", "mcpRunMessage", writeRun(), s.mcpPost(false))
+	rs.add("GET", "/runs/:id/mcp", "mcpRunStream", writeRun(), s.mcpStream(false))
+	rs.add("DELETE", "/runs/:id/mcp", "mcpRunEnd", writeRun(), s.mcpDelete(false))
+	direct := s.serving(app.Group("/mcp", s.available), s.Runs != nil, "the run service")
+	direct.add("POST", "", "mcpMessage", anyCaller(), s.mcpPost(true))
+	direct.add("GET", "", "mcpStream", anyCaller(), s.mcpStream(true))
+	direct.add("DELETE", "", "mcpEnd", anyCaller(), s.mcpDelete(true))
 	s.runListRoutes(api)
 	s.eventRoutes(api)
 	s.catalogRoutes(api)

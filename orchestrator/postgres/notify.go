@@ -12,6 +12,10 @@ import (
 // IdentityChannel is the channel the identity tables' triggers notify on.
 const IdentityChannel = "guilds_identity"
 
+// RunsChannel is the channel a run's id is announced on when its offered tools or its status
+// change (a new generation, a close), by whichever replica changed it.
+const RunsChannel = "guilds_runs"
+
 // Listener delivers a channel's notices from a connection of its own, reconnecting with a
 // growing wait when it drops.
 type Listener struct {

@@ -390,11 +390,11 @@ func (s *Store) StartCall(ctx context.Context, c orchestrator.ToolCall) (int64, 
 	return seq, nil
 }
 
-// completeSQL stores the result of started call ($1, $2). "Still started" is written finished_at
+// completeSQL stores the result of started call ($1, $2), completed or cancelled ($9). "Still started" is written finished_at
 // IS NULL (only a started call has none), so the planner always finds the row by its key:
 // tool_calls_started, which status = 'started' would match, holds an entry for every call
 // completed since the last vacuum.
-const completeSQL = `UPDATE tool_calls SET status = 'completed', result = $3, metadata = $4, is_error = $5, finished_at = $6,
+const completeSQL = `UPDATE tool_calls SET status = $9, result = $3, metadata = $4, is_error = $5, finished_at = $6,
 		duration_ms = $7, arguments = COALESCE($8, arguments)
 	WHERE run_id = $1 AND seq = $2 AND finished_at IS NULL`
 
@@ -404,7 +404,11 @@ func completeArgs(c orchestrator.ToolCall) []any {
 	if len(meta) == 0 {
 		meta = []byte("{}")
 	}
-	return []any{c.RunID, c.Seq, c.Result, meta, c.IsError, c.FinishedAt, c.DurationMS, nilIfEmpty(c.Arguments)}
+	status := c.Status
+	if status != orchestrator.CallCancelled {
+		status = orchestrator.CallCompleted
+	}
+	return []any{c.RunID, c.Seq, c.Result, meta, c.IsError, c.FinishedAt, c.DurationMS, nilIfEmpty(c.Arguments), status}
 }
 
 // CompleteCall stores the result of started call (c.RunID, c.Seq), and its arguments again when

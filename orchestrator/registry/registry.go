@@ -25,6 +25,20 @@ type Call struct {
 	Args                           json.RawMessage // validated against the tool's schema
 	Meta                           map[string]any  // a handler may add fields; they are stored as the call's metadata
 	Secrets                        []string        // values to add to this run's redaction set (handlers that fetch credentials add them)
+	// Progress, when set, takes a line saying how the call is going (the shell's latest output
+	// line); the runs service passes the latest one, redacted, to the caller that asked for
+	// progress. nil when nobody asked: a tool then does no work to report.
+	Progress func(line string)
+	// Image is a picture the call produced besides its text (browser_screenshot's JPEG): MCP
+	// answers it as an image block, capped like every result; the REST answer and the stored
+	// call keep the text only.
+	Image *Image
+}
+
+// Image is a picture a tool call produced.
+type Image struct {
+	MIMEType string
+	Data     []byte
 }
 
 // Tool is one native tool.

@@ -77,12 +77,14 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	}
 	client := ctx // a retry stops waiting for another process's call when its caller hangs up
 	ctx = context.WithoutCancel(ctx)
+	b := s.beat(req.Progress)
+	defer b.end()
 	args := req.Arguments
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
 	if req.CallID == "" {
-		return s.call(ctx, runID, req, args, "") // no retry can name it: no digest to keep
+		return s.call(ctx, runID, req, args, "", b) // no retry can name it: no digest to keep
 	}
 	hash := requestHash(req.Name, args)
 	key := runID + "\x00" + req.CallID
@@ -117,7 +119,7 @@ func (s *Service) Call(ctx context.Context, runID string, req CallRequest) (Call
 	case "":
 		f.res, f.err = s.awaitStored(client, stored, hash)
 	case orchestrator.ENOTFOUND:
-		f.res, f.err = s.call(ctx, runID, req, args, hash)
+		f.res, f.err = s.call(ctx, runID, req, args, hash, b)
 	default:
 		f.err = err
 	}
@@ -186,7 +188,7 @@ func truncate(s string, n int) string {
 }
 
 // call runs one new call under the run's gate.
-func (s *Service) call(ctx context.Context, runID string, req CallRequest, args json.RawMessage, hash string) (CallResult, error) {
+func (s *Service) call(ctx context.Context, runID string, req CallRequest, args json.RawMessage, hash string, b *beat) (CallResult, error) {
 	release := s.shared(runID, req.Name)
 	defer func() { release() }()
 	run, err := s.loadRun(ctx, runID)
@@ -196,10 +198,17 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 	if run.Status != orchestrator.RunOpen {
 		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "run %s is closed and takes no more tool calls; start a new run", run.ID)
 	}
+	if req.OfferedOnly && !run.Offers(req.Name) {
+		return CallResult{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "tool %q is not offered on this run; nothing was stored; call one of: %s", truncate(req.Name, 80), offeredNames(run))
+	}
+	if closed(req.Cancel) {
+		return CallResult{}, orchestrator.Errorf(orchestrator.ECONFLICT, "the call of %s was cancelled before it ran; nothing ran and nothing was stored", truncate(req.Name, 80))
+	}
 	red, err := s.redactor(ctx, run)
 	if err != nil {
 		return CallResult{}, err // before the handler runs: never stamp without the redaction set
 	}
+	b.redactWith(red)
 	var secretArgs []string
 	transactional := false
 	if t, ok := s.Registry.Get(req.Name); ok {
@@ -229,13 +238,14 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		return CallResult{}, err // nothing ran
 	}
 	rc := &registry.Call{RunID: run.ID, AgentID: run.AgentID, GuildID: run.GuildID, OrgID: run.OrgID,
-		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}}
+		CallID: callID, Seq: seq, Args: args, Meta: map[string]any{}, Progress: b.reporter()}
 	var v verdict
 	if t, ok := asks(run, req.Name); ok {
 		// Waiting for an operator takes minutes: out of the run's gate, so its other calls, its
 		// close and its next generation go on meanwhile; the run is read again after.
 		release()
-		v = s.approve(ctx, run, t, rc, storedArgs, req.Progress)
+		v = s.approve(ctx, run, t, rc, storedArgs, b.waiting())
+		b.waited()
 		release = s.shared(runID, req.Name)
 		s.forget(runID) // closed or changed meanwhile, perhaps on another replica: read it again
 		now, err := s.loadRun(ctx, runID)
@@ -250,6 +260,8 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		}
 	}
 	var errKind string
+	var image *registry.Image
+	status := orchestrator.CallCompleted
 	// finish runs the tool (unless it waited for an approval and did not get it) and makes its
 	// completed record.
 	finish := func(ctx context.Context) orchestrator.ToolCall {
@@ -259,6 +271,22 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 			raw, filter, kind = s.invoke(ctx, run, req.Name, rc, red)
 		}
 		errKind = kind
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			status, errKind, filter = orchestrator.CallCancelled, "cancelled", nil
+			raw = fmt.Sprintf("ERROR: %s was cancelled by its client after %.1f s and stopped (its processes killed, a remote call cancelled at its server); call it again if it is still needed",
+				req.Name, s.now().Sub(started).Seconds())
+		}
+		if errKind == "" && rc.Image != nil {
+			img, note, err := pipeline.CapJPEG(rc.Image.Data, s.Cap)
+			if err != nil {
+				note = "[" + err.Error() + "; it is left out]"
+			} else {
+				image = &registry.Image{MIMEType: rc.Image.MIMEType, Data: img}
+			}
+			if note != "" {
+				raw += "\n" + note
+			}
+		}
 		storedArgs = nil // kept as StartCall stored them, unless the handler added secrets
 		if len(rc.Secrets) > 0 {
 			s.addSecrets(run.ID, rc.Secrets)
@@ -271,7 +299,7 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		}
 		finished := s.now()
 		return orchestrator.ToolCall{
-			RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: orchestrator.CallCompleted, Name: storedName,
+			RunID: run.ID, Seq: seq, CallID: callID, ClientCallID: req.CallID, Status: status, Name: storedName,
 			Arguments: storedArgs, Result: result, Metadata: redactJSON(red, marshalMeta(rc.Meta)),
 			IsError: errKind != "", StartedAt: started, FinishedAt: &finished,
 			DurationMS: float64(finished.Sub(started).Microseconds()) / 1000,
@@ -303,9 +331,12 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		// Answered before its completed record is written: the next call's start carries the
 		// record, or it is written on its own within Linger. The started record, written before
 		// the tool ran, is what keeps every effect recorded.
-		call = finish(ctx)
+		tctx, release := cancellable(ctx, req.Cancel)
+		call = finish(tctx)
+		release()
 		s.answer(call)
 	}
+	b.end() // no progress once the result is known
 	result, finished := call.Result, *call.FinishedAt
 	s.log().Info("tool call", "run_id", run.ID, "seq", seq, "call_id", callID, "tool", red.Redact(req.Name),
 		"ms", call.DurationMS, "error", errKind, "result_bytes", len(result))
@@ -314,7 +345,16 @@ func (s *Service) call(ctx context.Context, runID string, req CallRequest, args 
 		outcome = "ok"
 	}
 	s.observe(metricName, outcome, finished.Sub(started))
-	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata}, nil
+	return CallResult{Seq: seq, CallID: callID, Status: call.Status, Result: result, Metadata: call.Metadata, Image: image}, nil
+}
+
+// offeredNames lists the run's offered tools for a message.
+func offeredNames(run orchestrator.Run) string {
+	names := make([]string, len(run.OfferedTools))
+	for i, t := range run.OfferedTools {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // startCall records c as started, and carries the record of a call answered meanwhile.
@@ -397,11 +437,7 @@ func (s *Service) refusal(ctx context.Context, cached orchestrator.Run) error {
 // tool's filter for a successful result, and a short error kind ("" on success).
 func (s *Service) invoke(ctx context.Context, run orchestrator.Run, name string, rc *registry.Call, red *pipeline.Redactor) (string, func(string) string, string) {
 	if !run.Offers(name) {
-		names := make([]string, len(run.OfferedTools))
-		for i, t := range run.OfferedTools {
-			names[i] = t.Name
-		}
-		return fmt.Sprintf("ERROR: tool %q is not offered on this run; call one of: %s", name, strings.Join(names, ", ")), nil, "not_offered"
+		return fmt.Sprintf("ERROR: tool %q is not offered on this run; call one of: %s", name, offeredNames(run)), nil, "not_offered"
 	}
 	if t, ok := offeredMCP(run, name); ok {
 		return s.invokeMCP(ctx, run, t, rc, red)

@@ -83,18 +83,35 @@ type CallRequest struct {
 	// CallID is the client's id for the call (the model's tool-call id, say): a retry under the same
 	// id answers the stored call, or waits for it while it runs, and never runs it again. "" means none.
 	CallID string
-	// Progress, when set, is told how a call is going while something holds it up, and never after
-	// Call returns: a call of a tool resolved Ask reports its wait for an operator's approval (the
-	// time since the wait began and WaitingMessage) at once, then every few seconds. The MCP
-	// endpoint sets it for a call that carries a progressToken. nil: nobody is told.
+	// Progress, when set, is told how a call that runs past ProgressAfter is going, every
+	// ProgressEvery until it ends, and never after Call returns: the time since it started and
+	// the tool's latest line (the shell's latest output line), redacted. The MCP endpoint sets it
+	// for a call that carries a progressToken; whatever holds a call up (an approval) reports
+	// through it too.
 	Progress func(Progress)
+	// Cancel, when set, stops the call once it is closed, as the tool's timeout would (the shell's
+	// process group is killed, a remote MCP call gets its own notifications/cancelled), and the
+	// call is recorded as cancelled; closed before the call starts, nothing runs or is stored. A
+	// transactional native tool (database writes only) runs to its end. The MCP endpoint closes it
+	// on notifications/cancelled.
+	Cancel <-chan struct{}
+	// OfferedOnly refuses a tool the run does not offer with ENOTFOUND, storing nothing (MCP's
+	// unknown tool, a protocol error), where the REST call stores an ERROR: result.
+	OfferedOnly bool
 }
 
 // Progress is how a call in flight is going.
 type Progress struct {
 	Elapsed time.Duration
-	Message string
+	Message string // the tool's latest line, redacted; "" when it has none
 }
+
+// How often a long call reports its progress: first once it has run ProgressAfter, then every
+// ProgressEvery.
+const (
+	ProgressAfter = time.Second
+	ProgressEvery = time.Second
+)
 
 // CallResult is what the model receives: the stamped result, its seq and the call's metadata.
 type CallResult struct {
@@ -104,6 +121,9 @@ type CallResult struct {
 	Result   string          `json:"result"`
 	Metadata json.RawMessage `json:"metadata"`
 	Replayed bool            `json:"replayed"` // the answer of an earlier request under the same call_id; nothing ran
+	// Image is the picture the call produced besides its text (browser_screenshot's JPEG), within
+	// the result cap; nil for other calls and for a replay. Only MCP answers it.
+	Image *registry.Image `json:"-"`
 }
 
 func (s *Service) now() time.Time {
@@ -299,6 +319,10 @@ func (s *Service) expireWaits(ctx context.Context, runID string) {
 		s.log().Warn("a closed run's approval requests were not expired; they expire in their own time", "run_id", runID, "err", err.Error())
 	}
 }
+
+// RunChanged drops what this service cached of the run: another replica opened its next
+// generation or closed it (the database's notices on postgres.RunsChannel).
+func (s *Service) RunChanged(id string) { s.forget(id) }
 
 // maxSnapshots bounds the run cache; past it, the cache starts over.
 const maxSnapshots = 4096

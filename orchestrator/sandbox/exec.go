@@ -15,6 +15,10 @@ import (
 // maxOutput bounds what one command may leave in memory per stream; helpers print one short line.
 const maxOutput = 8 << 20
 
+// stopGrace is how long a stopped command has after SIGTERM before its process group gets SIGKILL:
+// longer than a helper's own grace for what it started (shared/proc's DefaultGrace, 2 s).
+const stopGrace = 3 * time.Second
+
 // run starts the command in its own process group, bounds it by ctx and the request's timeout
 // (killing the whole group), and collects its output.
 func run(ctx context.Context, req ExecRequest, name string, args []string, configure func(*exec.Cmd)) (ExecResult, error) {
@@ -34,14 +38,30 @@ func run(ctx context.Context, req ExecRequest, name string, args []string, confi
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
+	// Stopped (its caller gone, cancelled, or past its time): SIGTERM first, so a helper stops what
+	// it started in process groups of its own (the shell's command), then SIGKILL to the group.
+	waited := make(chan struct{})
+	cmd.Cancel = func() error {
+		pid := cmd.Process.Pid
+		go func() {
+			t := time.NewTimer(stopGrace)
+			defer t.Stop()
+			select {
+			case <-waited:
+			case <-t.C:
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}()
+		return syscall.Kill(-pid, syscall.SIGTERM)
+	}
+	cmd.WaitDelay = stopGrace + 2*time.Second
 	start := time.Now()
 	err := cmd.Start()
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("start %s: %w", cmd.Args[0], err)
 	}
 	err = cmd.Wait()
+	close(waited)
 	res := ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("%s: %w", cmd.Args[0], ctx.Err())

@@ -408,3 +408,48 @@ func (f fileAPI) insideRead(ctx context.Context, name string, limit int64) ([]by
 	}
 	return res.Stdout, nil
 }
+
+// TailReader is a Sandbox that reads the end of a workspace file without reading all of it (the
+// local and bubblewrap sandboxes are): a long call's progress follows its log this way.
+type TailReader interface {
+	// ReadTail reads at most n bytes from the end of a file at a sandbox path under Places().Home.
+	ReadTail(ctx context.Context, name string, n int) ([]byte, error)
+}
+
+// ReadTail reads at most n bytes from the end of a regular workspace file, opened as ReadFile
+// opens it: as the agent, beneath its folder, following no link and waiting on no FIFO.
+func (f fileAPI) ReadTail(ctx context.Context, name string, n int) ([]byte, error) {
+	hostDir, rel, err := f.inHome(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = f.owner.do(func() error {
+		root, err := openRoot(hostDir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		file, err := openBeneath(root, rel, unix.O_RDONLY, 0)
+		if err != nil {
+			return hostError("read", name, err)
+		}
+		defer file.Close()
+		st, err := fstat(file)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		if !st.mode.IsRegular() {
+			return notRegular(name, st.mode)
+		}
+		from := max(st.size-int64(n), 0)
+		buf := make([]byte, st.size-from)
+		got, err := file.ReadAt(buf, from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		out = buf[:got]
+		return nil
+	})
+	return out, err
+}

@@ -171,6 +171,9 @@ func (h *HelperTools) Run(ctx context.Context, tool string, call *registry.Call)
 	for k, v := range reply.Meta {
 		call.Meta[k] = v
 	}
+	if reply.Image != nil && !reply.Failed() {
+		call.Image = &registry.Image{MIMEType: reply.Image.MIMEType, Data: reply.Image.Data}
+	}
 	return reply, nil
 }
 

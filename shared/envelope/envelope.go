@@ -30,6 +30,15 @@ type Reply struct {
 	Text  string         `json:"text,omitempty"`
 	Error string         `json:"error,omitempty"`
 	Meta  map[string]any `json:"meta"`
+	// Image is a picture the call produced besides its text (browser_screenshot's JPEG). The
+	// orchestrator hands it to clients that show pictures (MCP) and never stores it.
+	Image *Image `json:"image,omitempty"`
+}
+
+// Image is a picture in a reply: its MIME type and its bytes (base64 in the JSON).
+type Image struct {
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"`
 }
 
 // Failed reports whether the reply carries a tool error.

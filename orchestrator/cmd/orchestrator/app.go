@@ -47,7 +47,8 @@ stored credentials; unset, serve generates one into GUILDS_DATA_DIR/secret-key a
 this long is closed), GUILDS_MCP_LIST_TTL (default 10m: a run start relists an MCP login whose stored
 tool list is older), GUILDS_MCP_CALL_TIMEOUT (default 90s: an MCP tool call's wait for its answer
 without a progress notice), GUILDS_MCP_CALL_MAX (default 10m: the longest a call runs while its server
-reports progress), and the integrations' keys.
+reports progress), GUILDS_MCP_SESSION_IDLE (default 30m: a session of the MCP front door, /mcp or
+/api/runs/{id}/mcp, idle this long ends; a /mcp session closes its run), and the integrations' keys.
 `
 
 // run is the whole program; it returns the exit status.
@@ -265,6 +266,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, h hooks) er
 	}
 	_ = ln.Close() // a listener the server had not started on when the shutdown began: its Serve returns now
 	<-served
+	// The MCP sessions cannot outlive the process: a /mcp session's run is closed with it.
+	closeCtx, stopClose := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	g.API.CloseMCPSessions(closeCtx)
+	stopClose()
 	// Calls answered in the last milliseconds may not have their completed records written yet.
 	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	svc.Drain(drainCtx)

@@ -3,6 +3,7 @@ package browser_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,9 @@ import (
 	"github.com/guildsai/guilds/orchestrator/runs"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
 	"github.com/guildsai/guilds/orchestrator/tools/browser"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/guildsai/guilds/orchestrator/sandbox/sandboxtest"
 )
@@ -196,6 +200,39 @@ func TestBrowserToolsEndToEnd(t *testing.T) {
 			call("browser_screenshot", map[string]any{})
 			if fi, err := os.Stat(filepath.Join(agentRoot, "home", "screenshots", "latest.jpg")); err != nil || fi.Size() == 0 {
 				t.Fatalf("screenshot: %v", err)
+			}
+			// Over MCP the same tool also answers the JPEG as an image block (REST keeps its text).
+			mc, err := client.NewStreamableHttpClient(base+"/api/runs/"+run["id"].(string)+"/mcp",
+				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mc.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := mc.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125,
+				ClientInfo: mcp.Implementation{Name: "browser-test", Version: "1"}}}); err != nil {
+				t.Fatal(err)
+			}
+			shot, err := mc.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "browser_screenshot", Arguments: map[string]any{}}})
+			if err != nil || shot.IsError {
+				t.Fatalf("browser_screenshot over MCP: %v %+v", err, shot)
+			}
+			var texts, images int
+			for _, c := range shot.Content {
+				switch c := c.(type) {
+				case mcp.TextContent:
+					texts++
+				case mcp.ImageContent:
+					images++
+					jpeg, err := base64.StdEncoding.DecodeString(c.Data)
+					if err != nil || c.MIMEType != "image/jpeg" || len(jpeg) < 100 || jpeg[0] != 0xFF || jpeg[1] != 0xD8 {
+						t.Fatalf("the image block: %s, %d bytes, %v", c.MIMEType, len(jpeg), err)
+					}
+				}
+			}
+			if texts != 1 || images != 1 {
+				t.Fatalf("browser_screenshot over MCP: %d text and %d image blocks, want one of each", texts, images)
 			}
 		})
 	}

@@ -58,6 +58,9 @@ func (t *Tools) Register(reg *registry.Registry) error {
 				desc += secretsNote
 			}
 		}
+		if spec.Name == "shell" {
+			handler = followLog(t.Sandbox, handler)
+		}
 		if err := reg.Register(registry.Tool{Name: spec.Name, Description: desc, Schema: schema,
 			Handler: handler, Family: orchestrator.FamilyCode}); err != nil {
 			return fmt.Errorf("register %s: %w", spec.Name, err)

@@ -475,8 +475,9 @@ func screenshot(ctx context.Context, s *Session, c *daemon.Call, args any) (enve
 		return envelope.Reply{}, err
 	}
 	return envelope.Reply{
-		Text: fmt.Sprintf("Saved a screenshot of %s to %s (JPEG, %dx%d, %d KB).", pageLabel(s.page), path, cfg.Width, cfg.Height, (len(b)+1023)/1024),
-		Meta: map[string]any{"path": path},
+		Text:  fmt.Sprintf("Saved a screenshot of %s to %s (JPEG, %dx%d, %d KB).", pageLabel(s.page), path, cfg.Width, cfg.Height, (len(b)+1023)/1024),
+		Meta:  map[string]any{"path": path},
+		Image: &envelope.Image{MIMEType: "image/jpeg", Data: b},
 	}, nil
 }
 

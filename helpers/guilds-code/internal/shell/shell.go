@@ -116,7 +116,7 @@ func runForeground(ctx context.Context, c *runs.Call, r request, dir, note strin
 	out := shape.NewOutput(c.Max)
 	logBound := newBoundedLog(logFile, LogHalf)
 	logBuf := bufio.NewWriterSize(logBound, 8<<10) // small: each page touched costs a fault
-	render := shape.NewRenderer(io.MultiWriter(logBuf, out))
+	render := shape.NewRenderer(io.MultiWriter(&flushing{w: logBuf, every: logFlushEvery}, out))
 	extra := map[string]string{"BASH_ENV": bashEnv, cwdFileEnv: cwdFile}
 	if tok := repoToken(c.RunDir, dir); tok != "" {
 		extra["GH_TOKEN"] = tok // for gh, the token of the repository holding the working directory
@@ -271,4 +271,25 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// logFlushEvery bounds how long a line the command printed waits in the log's buffer, once more
+// output follows it: the orchestrator reads the log's end while the command runs (a long call's
+// progress shows its latest line).
+const logFlushEvery = 250 * time.Millisecond
+
+// flushing writes to a buffered writer and flushes it when its last flush is older than every.
+type flushing struct {
+	w     *bufio.Writer
+	every time.Duration
+	last  time.Time
+}
+
+func (f *flushing) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil && time.Since(f.last) >= f.every {
+		err = f.w.Flush()
+		f.last = time.Now()
+	}
+	return n, err
 }

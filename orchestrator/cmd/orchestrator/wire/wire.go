@@ -57,6 +57,7 @@ type Options struct {
 // Graph is the built orchestrator: its API, its run service and what they stand on.
 type Graph struct {
 	App      *fiber.App
+	API      *httpapi.Server // what App serves: its MCP sessions end with CloseMCPSessions once App stopped
 	Runs     *runs.Service
 	Store    *postgres.Store
 	Registry *registry.Registry
@@ -157,17 +158,34 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 	g.Metrics = newMetrics(o.Pool, boxes)
 	g.Runs.Observe = g.Metrics.observeCall
 	files := sandbox.Workspace{Provider: boxes, UploadMax: cfg.UploadMax, ImportMax: cfg.ImportMax}
-	g.App = httpapi.New(&httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Files: files, Platform: store, Secrets: sec, GitHub: gh,
+	g.API = &httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Files: files, Platform: store, Secrets: sec, GitHub: gh,
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
-		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals})
+		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals, MCPSessionIdle: cfg.MCPSessionIdle}
+	g.App = httpapi.New(g.API)
+	g.watchRuns(ctx, o)
 	// The operator app, on the API's listener at /: it calls the API in process, through the same
 	// handler (and so the same guard) as any other client.
 	app := &webapp.App{Log: log}
 	app.Mount(g.App)
 	app.API = webapp.API(g.App.Handler())
 	return g, nil
+}
+
+// watchRuns follows the runs whose offer or status another replica (or this one) changed, until
+// Close: the run service drops its cached snapshot, and the API tells its MCP sessions of the run.
+func (g *Graph) watchRuns(ctx context.Context, o Options) {
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		postgres.Listener{Pool: o.Pool, Channel: postgres.RunsChannel, Log: o.Log}.Listen(bg, func(runID string) {
+			g.Runs.RunChanged(runID)
+			g.API.RunChanged(runID)
+		}, func(bool) {})
+	}()
+	g.close = append(g.close, func() { stop(); <-done })
 }
 
 // identity builds who-is-calling: the identity service, kept in step with every replica's changes

@@ -112,6 +112,7 @@ func Serve(t testing.TB, env map[string]string) *Served {
 		}
 		<-served
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		g.API.CloseMCPSessions(dctx)
 		g.Runs.Drain(dctx)
 		cancel()
 		g.Close()
