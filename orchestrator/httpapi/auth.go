@@ -46,10 +46,14 @@ type rule struct {
 
 // Rules of the routes. read, write and own name the least role over the object the path names;
 // the run and agent forms also let the runtime credentials of that run or agent through.
-func public() rule           { return rule{public: true} }
-func anyone() rule           { return rule{} }
-func admin() rule            { return rule{need: identity.Need{Admin: true}} }
-func sessionOnly() rule      { return rule{need: identity.Need{Session: true}} }
+func public() rule      { return rule{public: true} }
+func anyone() rule      { return rule{} }
+func admin() rule       { return rule{need: identity.Need{Admin: true}} }
+func sessionOnly() rule { return rule{need: identity.Need{Session: true}} }
+func ownAccount() rule  { return rule{need: identity.Need{Account: true}} } // the caller's own tokens and sessions
+func operatorSomewhere() rule { // a Connect form's helper: an operator of some scope
+	return rule{need: identity.Need{Role: orchestrator.RoleOperator}}
+}
 func read(kind string) rule  { return on(kind, orchestrator.RoleViewer) }
 func write(kind string) rule { return on(kind, orchestrator.RoleOperator) }
 func own(kind string) rule   { return on(kind, orchestrator.RoleOwner) }
@@ -220,7 +224,7 @@ func requestID(c *fiber.Ctx) error {
 // credential, after it is answered. It never fails or holds up the request.
 func (s *Server) audit(c *fiber.Ctx) error {
 	err := c.Next()
-	if s.Audit == nil || !strings.HasPrefix(c.Path(), "/api/") {
+	if s.Audit == nil || !strings.HasPrefix(c.Path(), "/api/") && c.Locals(localOp) == nil { // the API and every guarded route (/metrics)
 		return err
 	}
 	status := c.Response().StatusCode()

@@ -16,6 +16,9 @@ import (
 type GitHubService interface {
 	Handles(ctx context.Context, in orchestrator.GitHubCallback) bool
 	HandleCallback(ctx context.Context, in orchestrator.GitHubCallback) (orchestrator.GitHubCallbackResult, error)
+	// StateOwner is where a GitHub Connect's state connects the login; an unknown, used or expired
+	// state is ENOTFOUND.
+	StateOwner(ctx context.Context, state string) (orchestrator.Chain, error)
 	Picker(ctx context.Context, state string) ([]orchestrator.GitHubInstallation, error)
 	Pick(ctx context.Context, state string, installationID int64) (orchestrator.Connection, error)
 	Repositories(ctx context.Context, connectionID string) ([]orchestrator.GitHubRepository, error)
@@ -32,7 +35,7 @@ const githubCookie = "guilds_github_state"
 func (s *Server) githubRoutes(api fiber.Router) {
 	conn, guild := orchestrator.ObjectConnection, orchestrator.ObjectGuild
 	g := s.serving(api, s.GitHub != nil, "the GitHub App")
-	g.add("GET", "/mcp/oauth/github-installation", "githubInstallations", anyone(), s.githubPicker) // the state names the login: decided in the handler
+	g.add("GET", "/mcp/oauth/github-installation", "githubInstallations", anyone(), s.githubPicker) // the state names the login: decided in the handler (githubConnecting)
 	g.add("POST", "/mcp/oauth/github-installation", "githubPickInstallation", anyone(), s.githubPick)
 	g.add("GET", "/mcp/connections/:id/github/repositories", "githubRepositories", read(conn).within(), s.githubRepositories)
 	g.add("PUT", "/mcp/connections/:id/github/selected", "githubSelect", write(conn), s.githubSelect)
@@ -89,8 +92,22 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 	return page(c, fiber.StatusOK, "Waiting for approval", res.Page)
 }
 
+// githubConnecting decides for a GitHub Connect's state: the caller finishes the Connect, so it
+// needs the operator role where the login is being connected (an unknown state is a 404).
+func (s *Server) githubConnecting(c *fiber.Ctx, state string) error {
+	owner, err := s.GitHub.StateOwner(c.UserContext(), state)
+	if err != nil {
+		return err
+	}
+	_, err = s.authorizeScope(c, owner.Scope, owner.ID(), orchestrator.RoleOperator)
+	return err
+}
+
 func (s *Server) githubPicker(c *fiber.Ctx) error {
 	g := s.GitHub
+	if err := s.githubConnecting(c, c.Query("state")); err != nil {
+		return err
+	}
 	list, err := g.Picker(c.UserContext(), c.Query("state"))
 	if err != nil {
 		return err
@@ -105,6 +122,9 @@ func (s *Server) githubPick(c *fiber.Ctx) error {
 		InstallationID any    `json:"installation_id"`
 	}
 	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if err := s.githubConnecting(c, req.State); err != nil {
 		return err
 	}
 	id, ok := installationID(req.InstallationID)

@@ -255,6 +255,22 @@ func (s *Service) complete(ctx context.Context, state string, st orchestrator.Gi
 	return CallbackResult{Connection: &conn, Page: "GitHub is connected (" + in.Account + "). Pick its repositories on the GitHub card."}, nil
 }
 
+// StateOwner is where a Connect's state connects its login (the API decides who may finish it
+// there); an unknown, used or expired state is ENOTFOUND.
+func (s *Service) StateOwner(ctx context.Context, state string) (orchestrator.Chain, error) {
+	if state == "" || len(state) > 512 {
+		return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "the GitHub login state is unknown, used or expired; start again with Connect")
+	}
+	st, err := s.Store.GitHubState(ctx, hashState(state), s.now())
+	if err != nil {
+		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+			return orchestrator.Chain{}, orchestrator.Errorf(orchestrator.ENOTFOUND, "the GitHub login state is unknown, used or expired; start again with Connect")
+		}
+		return orchestrator.Chain{}, err
+	}
+	return st.Owner, nil
+}
+
 // Picker lists the installations a callback left to choose from.
 func (s *Service) Picker(ctx context.Context, state string) ([]Installation, error) {
 	_, list, err := s.picker(ctx, state)
