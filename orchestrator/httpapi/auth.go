@@ -42,6 +42,9 @@ type rule struct {
 	public bool // no credential needed: sign-in, the API document, the OAuth callbacks
 	// kind and param name the object the route acts on (a path parameter); "" none.
 	kind, param string
+	// locate finds the object's id elsewhere in the request (a GitHub Connect's state names its
+	// login), instead of param.
+	locate func(c *fiber.Ctx) (string, error)
 }
 
 // Rules of the routes. read, write and own name the least role over the object the path names;
@@ -60,7 +63,11 @@ func own(kind string) rule   { return on(kind, orchestrator.RoleOwner) }
 func on(kind, role string) rule {
 	return rule{need: identity.Need{Role: role}, kind: kind, param: "id"}
 }
-func (r rule) within() rule           { r.need.Within = true; return r }
+func (r rule) within() rule { r.need.Within = true; return r }
+func (r rule) at(locate func(c *fiber.Ctx) (string, error)) rule {
+	r.locate = locate
+	return r
+}
 func (r rule) runtime(which int) rule { r.need.Runtime = which; return r }
 func instanceView() rule              { return rule{need: identity.Need{Runtime: identity.RuntimeAny}} }
 func readRun() rule                   { return read(orchestrator.ObjectRun).runtime(identity.RuntimeRun) }
@@ -106,7 +113,13 @@ func (s *Server) guard(op string, ru rule) fiber.Handler {
 		}
 		var t identity.Target
 		if ru.kind != "" {
-			if t, err = s.place(c.UserContext(), ru.kind, c.Params(ru.param)); err != nil {
+			id := c.Params(ru.param)
+			if ru.locate != nil {
+				if id, err = ru.locate(c); err != nil {
+					return err
+				}
+			}
+			if t, err = s.place(c.UserContext(), ru.kind, id); err != nil {
 				return err
 			}
 		}

@@ -86,7 +86,7 @@ type matrix struct {
 	ssoApp oidctest.Client
 
 	A, B    side
-	acct    map[string]orchestrator.Account    // by role name: ses, own, op, view, g1, ownB, maker, memberA, memberB, signer, sso
+	acct    map[string]orchestrator.Account    // by role name: ses, own, op, view, g1, g1v, ownB, nobody, maker, memberA, memberB, signer, sso
 	ses     map[string]identity.SignedIn       // an account's session, by account id
 	pats    map[string]identity.NewTokenAnswer // the maker's viewer tokens, by the organisation they are narrowed to
 	keys    map[string]identity.NewKeyAnswer   // an agent's runtime key, by agent id
@@ -263,7 +263,7 @@ func agentAt(s side) orchestrator.Chain {
 // build makes the accounts, organisations A and B with their objects, and the dead tokens.
 func (m *matrix) build() {
 	m.account("ses", true)
-	for _, n := range []string{"own", "op", "view", "g1", "ownB", "maker", "memberA", "memberB"} {
+	for _, n := range []string{"own", "op", "view", "g1", "g1v", "ownB", "nobody", "maker", "memberA", "memberB"} {
 		m.account(n, false)
 	}
 	signer, err := m.ids.CreateAccount(m.ctx, identity.NewAccount{Email: "signer@matrix.example", Name: "Matrix signer", Password: signerPassword})
@@ -296,8 +296,8 @@ func (m *matrix) build() {
 
 // scope makes an organisation with two guilds and an agent in each, and gives the side's
 // principals their roles there: in an A-like one, the owner, the operator, the viewer and the
-// token maker at the organisation and the guild operator at its first guild; in a B-like one, B's
-// owner.
+// token maker at the organisation, the guild operator and the guild viewer at its first guild; in
+// a B-like one, B's owner. The account with no role holds none anywhere.
 func (m *matrix) scope(like string) side {
 	m.t.Helper()
 	s := side{"like": like}
@@ -311,6 +311,7 @@ func (m *matrix) scope(like string) side {
 			m.member(acct, orgAt(s), role)
 		}
 		m.member("g1", guildAt(s, s["guild"]), "operator")
+		m.member("g1v", guildAt(s, s["guild"]), "viewer")
 	} else {
 		m.member("ownB", orgAt(s), "owner")
 		m.member("memberB", orgAt(s), "viewer")
@@ -320,12 +321,13 @@ func (m *matrix) scope(like string) side {
 }
 
 // guildLike makes another guild in the side's organisation with the side's guild roles (the
-// guild operator's, in A).
+// guild operator's and the guild viewer's, in A).
 func (m *matrix) guildLike(s side) side {
 	m.t.Helper()
 	g := m.must(201, "POST", "/api/orgs/"+s["org"]+"/guilds", map[string]any{"name": "Fresh guild"})["id"].(string)
 	if s["like"] == "A" {
 		m.member("g1", guildAt(s, g), "operator")
+		m.member("g1v", guildAt(s, g), "viewer")
 	}
 	return s.with("guild", g)
 }
