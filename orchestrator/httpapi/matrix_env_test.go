@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"github.com/guildsai/guilds/orchestrator/connectors/mcp"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth"
 	"github.com/guildsai/guilds/orchestrator/connectors/oauth/oauthtest"
+	"github.com/guildsai/guilds/orchestrator/events"
 	"github.com/guildsai/guilds/orchestrator/httpapi"
 	"github.com/guildsai/guilds/orchestrator/identity"
 	"github.com/guildsai/guilds/orchestrator/identity/oidctest"
@@ -84,6 +87,7 @@ type matrix struct {
 	as     *oauthtest.Server
 	idp    *oidctest.Provider
 	ssoApp oidctest.Client
+	hooks  *httptest.Server // receives every webhook delivery: 200
 
 	A, B    side
 	acct    map[string]orchestrator.Account    // by role name: ses, own, op, view, g1, g1v, ownB, nobody, maker, memberA, memberB, signer, sso
@@ -200,11 +204,24 @@ func newMatrix(t *testing.T) *matrix {
 
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: policy, MCP: caller, Tokens: e.ids, Log: log,
 		Secrets: orchestrator.JoinSecrets(sec, connections.ConnectionSecrets{Store: store, Box: box}, m.gh, e.ids)}
+	// The events and webhooks, delivered to a receiver on loopback.
+	m.hooks = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	t.Cleanup(m.hooks.Close)
+	evs := &events.Service{Store: store, Box: box, AllowPrivate: true, RetryBase: 100 * time.Millisecond, Log: log}
+	ectx, stopEvents := context.WithCancel(context.Background())
+	evDone := make(chan struct{}, 2)
+	go func() {
+		defer func() { evDone <- struct{}{} }()
+		postgres.Listener{Pool: e.pool, Channel: postgres.EventsChannel}.Listen(ectx, evs.Notify, evs.Live)
+	}()
+	go func() { defer func() { evDone <- struct{}{} }(); evs.Run(ectx) }()
+	t.Cleanup(func() { stopEvents(); <-evDone; <-evDone })
+
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "guilds_matrix_total", Help: "A counter, so /metrics has a line."}))
 	e.app = httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Bindings: cat, Artifacts: store, Platform: store, Secrets: sec, GitHub: m.gh,
 		Integrations: set, Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), PublicBaseURL: m.base, Log: log,
-		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, SSO: sso})
+		Identity: e.ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: e.audit, SSO: sso, Events: evs, Webhooks: evs})
 	go func() { _ = e.app.Listener(ln) }()
 	t.Cleanup(func() { _ = e.app.ShutdownWithTimeout(10 * time.Second) })
 
@@ -349,7 +366,9 @@ func (m *matrix) side(like string) side {
 	lower := strings.ToLower(like)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 
-	// Runs: an open one that made a call, and a closed one.
+	// A webhook of the organisation's run starts, then runs: an open one that made a call, and a
+	// closed one.
+	s["webhook"] = m.webhook(s)
 	s["run"] = m.run(s)
 	args := "matrix call arguments of " + like
 	m.hidden[args] = true
@@ -357,6 +376,7 @@ func (m *matrix) side(like string) side {
 	s["closedRun"] = m.run(s)
 	m.must(200, "POST", "/api/runs/"+s["closedRun"]+"/close", nil)
 	m.key(s["agent"])
+	s["delivery"] = m.delivery(s)
 
 	// The agent's secret, memory, a schedule; the guild's chat and issues; notes; a collection.
 	s["secret"] = "MATRIX_SECRET_" + like
@@ -595,4 +615,51 @@ func (m *matrix) arg() string {
 // identityAdmin is the bootstrap admin's principal.
 func identityAdmin() identity.Principal {
 	return identity.Principal{Kind: orchestrator.CredentialBootstrap, Admin: true}
+}
+
+// webhook registers a webhook of the side's organisation for run starts, to the receiver.
+func (m *matrix) webhook(s side) string {
+	m.t.Helper()
+	return m.must(201, "POST", "/api/orgs/"+s["org"]+"/webhooks", map[string]any{"url": m.hooks.URL + "/hooks", "events": []string{"run.started"},
+		"secret": m.secret("whsec_matrix_")})["id"].(string)
+}
+
+// delivery waits for the side's webhook's first delivery and answers its id.
+func (m *matrix) delivery(s side) string {
+	m.t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ds := m.must(200, "GET", "/api/orgs/"+s["org"]+"/webhooks/"+s["webhook"]+"/deliveries", nil)["deliveries"].([]any)
+		if len(ds) > 0 {
+			return fmt.Sprintf("%.0f", ds[0].(map[string]any)["id"].(float64))
+		}
+	}
+	m.t.Fatal("the side's webhook had no delivery within 15 s")
+	return ""
+}
+
+// stream sends a request whose answer is a stream (server-sent events) over loopback and answers
+// its status once its headers arrive, closing it.
+func (m *matrix) stream(who caller, path string) (int, http.Header) {
+	m.t.Helper()
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", m.base+path, nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if who.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+who.bearer)
+	}
+	if who.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: who.cookie})
+	}
+	for k, v := range who.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
 }
