@@ -20,8 +20,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator/runs"
 )
 
-// credentialBench is one server as serve wires identity (the identity service with its cache, the
-// audit log's writer) over a fresh database, listening on loopback, with an organisation, a guild
+// credentialBench is one server as serve wires identity (the identity service with its credential
+// cache kept by the change listener, the audit log's writer) over a fresh database, listening on loopback, with an organisation, a guild
 // and an agent.
 type credentialBench struct {
 	b      *testing.B
@@ -47,8 +47,10 @@ func newCredentialBench(b *testing.B, workers int) *credentialBench {
 	audit := &identity.Auditor{Store: store, Log: log}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	watched := make(chan struct{})
 	go func() { defer close(done); audit.Run(ctx, 5*time.Second) }()
-	b.Cleanup(func() { stop(); <-done })
+	go func() { defer close(watched); ids.Watch(ctx, postgres.Listener{Pool: pool, Channel: postgres.IdentityChannel}) }() // the cache serve keeps
+	b.Cleanup(func() { stop(); <-done; <-watched })
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Tokens: ids, Secrets: ids, Log: log}
 	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Log: log, Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: audit})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
