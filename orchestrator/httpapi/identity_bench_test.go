@@ -49,7 +49,10 @@ func newCredentialBench(b *testing.B, workers int) *credentialBench {
 	done := make(chan struct{})
 	watched := make(chan struct{})
 	go func() { defer close(done); audit.Run(ctx, 5*time.Second) }()
-	go func() { defer close(watched); ids.Watch(ctx, postgres.Listener{Pool: pool, Channel: postgres.IdentityChannel}) }() // the cache serve keeps
+	go func() {
+		defer close(watched)
+		ids.Watch(ctx, postgres.Listener{Pool: pool, Channel: postgres.IdentityChannel})
+	}() // the cache serve keeps
 	b.Cleanup(func() { stop(); <-done; <-watched })
 	svc := &runs.Service{Scopes: store, Runs: store, Registry: reg, Offer: runs.DefaultOffer{}, Tokens: ids, Secrets: ids, Log: log}
 	app := httpapi.New(&httpapi.Server{Scopes: store, Runs: svc, Log: log, Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: audit})
