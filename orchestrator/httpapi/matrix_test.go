@@ -143,6 +143,8 @@ var matrixWant = map[string]string{
 	"nextGeneration":              "write run 200",
 	"oauthCallback":               "public per side 200",
 	"openapi":                     "public 200",
+	"patchGuild":                  "write guild 200",
+	"patchOrg":                    "write org 200",
 	"patchAgent":                  "write agent 200",
 	"patchMcpCatalogTool":         "admin 200",
 	"patchMcpServer":              "admin 200",
@@ -345,10 +347,12 @@ var matrixRequests = map[string]request{
 	"createOrg":   {method: "POST", path: "/api/orgs", body: name("Org")},
 	"listOrgs":    {method: "GET", path: "/api/orgs"},
 	"getOrg":      {method: "GET", path: "/api/orgs/{org}"},
+	"patchOrg":    {method: "PATCH", path: "/api/orgs/{org}", body: name("Renamed org")},
 	"deleteOrg":   {method: "DELETE", path: "/api/orgs/{org}", prep: func(m *matrix, s side) side { return m.scope(s["like"]) }},
 	"createGuild": {method: "POST", path: "/api/orgs/{org}/guilds", body: name("Guild")},
 	"listGuilds":  {method: "GET", path: "/api/orgs/{org}/guilds"},
 	"getGuild":    {method: "GET", path: "/api/guilds/{guild}"},
+	"patchGuild":  {method: "PATCH", path: "/api/guilds/{guild}", body: name("Renamed guild")},
 	"deleteGuild": {method: "DELETE", path: "/api/guilds/{guild}", prep: func(m *matrix, s side) side { return m.guildLike(s) }},
 	"createAgent": {method: "POST", path: "/api/guilds/{guild}/agents", body: name("Agent")},
 	"listAgents":  {method: "GET", path: "/api/guilds/{guild}/agents"},
@@ -544,6 +548,18 @@ var matrixRequests = map[string]request{
 	"listAudit":                {method: "GET", path: "/api/admin/audit"},
 }
 
+// matrixGaps are the operations not under the matrix yet, and why: the lead's list, each to get
+// its request and row.
+var matrixGaps = map[string]string{
+	"approveApproval":       "the matrix's server has no approvals service, nor an Ask binding and a waiting call to decide (issue 34 merged after the matrix)",
+	"denyApproval":          "as approveApproval",
+	"getApproval":           "as approveApproval",
+	"countPendingApprovals": "as approveApproval (answers 500 without the service)",
+	"listAgentApprovals":    "as approveApproval",
+	"listGuildApprovals":    "as approveApproval",
+	"listOrgApprovals":      "as approveApproval",
+}
+
 // adminPrincipal is the bootstrap admin, for fixtures made through the identity service.
 var adminPrincipal = identityAdmin()
 
@@ -629,7 +645,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	ops := documentedOps(t)
 	reqs, rules := map[string]request{}, map[string]string{}
+	for op := range matrixGaps {
+		if _, ok := ops[op]; !ok {
+			t.Errorf("matrixGaps names %s, which openapi.json no longer documents: remove it", op)
+		}
+	}
 	for op, doc := range ops {
+		if why := matrixGaps[op]; why != "" {
+			t.Logf("%s (%s) is not under the matrix yet: %s", op, doc, why)
+			continue
+		}
 		rq, ok := matrixRequests[op]
 		if !ok {
 			var rule string
