@@ -56,12 +56,12 @@ func (s *Server) identityRoutes(api fiber.Router) {
 	s.route(api, "POST", "/invitations", "createInvitation", anyone(), s.invite)
 	s.route(api, "POST", "/invitations/accept", "acceptInvitation", public(), s.acceptInvitation)
 	s.route(api, "POST", "/sessions", "signIn", public(), s.signIn)
-	s.route(api, "GET", "/sessions/current", "getCurrentSession", anyone(), s.currentSession)
+	s.route(api, "GET", "/sessions/current", "getCurrentSession", instanceView(), s.currentSession) // a runtime credential learns its agent and run
 	s.route(api, "DELETE", "/sessions/current", "signOut", sessionOnly(), s.signOut(false))
-	s.route(api, "DELETE", "/sessions", "signOutEverywhere", anyone(), s.signOut(true))
+	s.route(api, "DELETE", "/sessions", "signOutEverywhere", ownAccount(), s.signOut(true))
 	s.route(api, "POST", "/tokens", "createToken", sessionOnly(), s.createToken)
 	s.route(api, "GET", "/tokens", "listTokens", anyone(), s.listTokens)
-	s.route(api, "DELETE", "/tokens/:id", "revokeToken", anyone(), s.revokeToken)
+	s.route(api, "DELETE", "/tokens/:id", "revokeToken", ownAccount(), s.revokeToken)
 	s.route(api, "POST", "/agents/:id/keys", "createAgentKey", write(orchestrator.ObjectAgent), s.createAgentKey)
 	s.route(api, "GET", "/agents/:id/keys", "listAgentKeys", write(orchestrator.ObjectAgent), s.listAgentKeys)
 	s.route(api, "DELETE", "/agents/:id/keys/:key_id", "revokeAgentKey", write(orchestrator.ObjectAgent), s.revokeAgentKey)
@@ -256,6 +256,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 // signedIn sets the cookie of a new session and answers the account with its memberships and the
 // session's CSRF token.
 func (s *Server) signedIn(c *fiber.Ctx, in identity.SignedIn, status int) error {
+	c.Locals(localPrincipal, identity.Principal{Kind: orchestrator.CredentialSession, ID: in.SessionID, Account: &in.Account}) // the audit row's actor
 	s.setSession(c, in.Cookie, in.Expires)
 	ms, err := s.memberships(c.UserContext(), in.Account.ID)
 	if err != nil {

@@ -36,13 +36,15 @@ func (s *Server) artifactRoutes(api fiber.Router) {
 	g.add("GET", "/orgs/:id/collections", "listCollectionsOrg", read(org), s.listCollections(orchestrator.LevelOrg))
 	g.add("POST", "/guilds/:id/collections", "createCollectionGuild", write(guild), s.createCollection(orchestrator.LevelGuild))
 	g.add("GET", "/guilds/:id/collections", "listCollectionsGuild", read(guild), s.listCollections(orchestrator.LevelGuild))
-	g.add("GET", "/collections/:id", "getCollection", read(art).within(), s.getCollection)
+	// A guild role never covers its organisation's own tables and notes (only the guild's and its
+	// agents'), so reads of a collection or a note are decided at its own scope.
+	g.add("GET", "/collections/:id", "getCollection", read(art), s.getCollection)
 	g.add("PUT", "/collections/:id/grants", "putCollectionGrant", write(art), s.putCollectionGrant)
-	g.add("GET", "/collections/:id/records", "listCollectionRecords", read(art).within(), s.listRecords)
+	g.add("GET", "/collections/:id/records", "listCollectionRecords", read(art), s.listRecords)
 	g.add("GET", "/orgs/:id/notes", "listNotesOrg", read(org), s.listNotes(orchestrator.LevelOrg))
 	g.add("GET", "/guilds/:id/notes", "listNotesGuild", read(guild), s.listNotes(orchestrator.LevelGuild))
 	g.add("GET", "/agents/:id/notes", "listNotesAgent", read(agent), s.listNotes(orchestrator.LevelAgent))
-	g.add("GET", "/notes/:id", "getNote", read(art).within(), s.getNote)
+	g.add("GET", "/notes/:id", "getNote", read(art), s.getNote)
 	g.add("PUT", "/orgs/:id/notes/:key", "putNoteOrg", write(org), s.putNote(orchestrator.LevelOrg))
 	g.add("PUT", "/guilds/:id/notes/:key", "putNoteGuild", write(guild), s.putNote(orchestrator.LevelGuild))
 	g.add("PUT", "/agents/:id/notes/:key", "putNoteAgent", write(agent), s.putNote(orchestrator.LevelAgent))

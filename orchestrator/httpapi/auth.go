@@ -42,21 +42,32 @@ type rule struct {
 	public bool // no credential needed: sign-in, the API document, the OAuth callbacks
 	// kind and param name the object the route acts on (a path parameter); "" none.
 	kind, param string
+	// locate finds the object's id elsewhere in the request (a GitHub Connect's state names its
+	// login), instead of param.
+	locate func(c *fiber.Ctx) (string, error)
 }
 
 // Rules of the routes. read, write and own name the least role over the object the path names;
 // the run and agent forms also let the runtime credentials of that run or agent through.
-func public() rule           { return rule{public: true} }
-func anyone() rule           { return rule{} }
-func admin() rule            { return rule{need: identity.Need{Admin: true}} }
-func sessionOnly() rule      { return rule{need: identity.Need{Session: true}} }
+func public() rule      { return rule{public: true} }
+func anyone() rule      { return rule{} }
+func admin() rule       { return rule{need: identity.Need{Admin: true}} }
+func sessionOnly() rule { return rule{need: identity.Need{Session: true}} }
+func ownAccount() rule  { return rule{need: identity.Need{Account: true}} } // the caller's own tokens and sessions
+func operatorSomewhere() rule { // a Connect form's helper: an operator of some scope
+	return rule{need: identity.Need{Role: orchestrator.RoleOperator}}
+}
 func read(kind string) rule  { return on(kind, orchestrator.RoleViewer) }
 func write(kind string) rule { return on(kind, orchestrator.RoleOperator) }
 func own(kind string) rule   { return on(kind, orchestrator.RoleOwner) }
 func on(kind, role string) rule {
 	return rule{need: identity.Need{Role: role}, kind: kind, param: "id"}
 }
-func (r rule) within() rule           { r.need.Within = true; return r }
+func (r rule) within() rule { r.need.Within = true; return r }
+func (r rule) at(locate func(c *fiber.Ctx) (string, error)) rule {
+	r.locate = locate
+	return r
+}
 func (r rule) runtime(which int) rule { r.need.Runtime = which; return r }
 func instanceView() rule              { return rule{need: identity.Need{Runtime: identity.RuntimeAny}} }
 func anyCaller() rule                 { return rule{need: identity.Need{Runtime: identity.RuntimeAny}} } // any credential; the handler decides
@@ -103,7 +114,13 @@ func (s *Server) guard(op string, ru rule) fiber.Handler {
 		}
 		var t identity.Target
 		if ru.kind != "" {
-			if t, err = s.place(c.UserContext(), ru.kind, c.Params(ru.param)); err != nil {
+			id := c.Params(ru.param)
+			if ru.locate != nil {
+				if id, err = ru.locate(c); err != nil {
+					return err
+				}
+			}
+			if t, err = s.place(c.UserContext(), ru.kind, id); err != nil {
 				return err
 			}
 		}
@@ -221,7 +238,7 @@ func requestID(c *fiber.Ctx) error {
 // credential, after it is answered. It never fails or holds up the request.
 func (s *Server) audit(c *fiber.Ctx) error {
 	err := c.Next()
-	if s.Audit == nil || (!strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/mcp") {
+	if s.Audit == nil || !strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/mcp" && c.Locals(localOp) == nil { // the API, the MCP front door and every guarded route (/metrics)
 		return err
 	}
 	status := c.Response().StatusCode()

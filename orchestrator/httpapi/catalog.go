@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
@@ -30,7 +31,7 @@ func (s *Server) catalogRoutes(api fiber.Router) {
 	g.add("GET", "/mcp/connections/:id/tools", "listMcpConnectionTools", read(conn).within(), s.connectionTools)
 	g.add("POST", "/mcp/connections/:id/refresh", "refreshMcpConnection", write(conn), s.refreshConnection)
 	g.add("POST", "/mcp/connections/:id/call", "testMcpCall", write(conn).within(), s.testCall)
-	g.add("POST", "/mcp/pinned-prices/search", "searchPinnedCoins", anyone(), s.searchCoins)
+	g.add("POST", "/mcp/pinned-prices/search", "searchPinnedCoins", operatorSomewhere(), s.searchCoins) // part of Connect's credential form
 	g.add("GET", "/mcp/connections/:id/pinned-prices/search", "searchConnectionPinnedCoins", read(conn).within(), s.searchConnectionCoins)
 	g.add("PUT", "/mcp/connections/:id/pinned-prices", "putPinnedCoins", write(conn), s.pinCoins)
 	g.add("GET", "/mcp/connections/:id/drive/folders", "listDriveFolders", write(conn), s.driveFolders)
@@ -129,8 +130,11 @@ func (s *Server) connect(c *fiber.Ctx) error {
 
 func (s *Server) listConnections(c *fiber.Ctx) error {
 	b := s.Bindings
-	if scope := c.Query("scope"); scope != "" {
-		if _, err := s.authorizeScope(c, scope, c.Query("scope_id"), orchestrator.RoleViewer); err != nil {
+	if scope := c.Query("scope"); scope != "" { // the logins seen at that scope or under it, as unfiltered
+		if !slices.Contains(orchestrator.Scopes, scope) {
+			return orchestrator.Errorf(orchestrator.EINVALID, "scope must be platform, org, guild or agent, got %q", clipID(scope))
+		}
+		if _, err := s.authorize(c, scope, c.Query("scope_id"), identity.Need{Role: orchestrator.RoleViewer, Within: true}); err != nil {
 			return err
 		}
 	}

@@ -117,7 +117,7 @@ func initialize(id int) map[string]any {
 }
 
 // request is a JSON-RPC request.
-func request(id any, method string, params any) map[string]any {
+func rpcRequest(id any, method string, params any) map[string]any {
 	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
 	if params != nil {
 		m["params"] = params
@@ -177,7 +177,7 @@ func TestFrontDoorProtocol(t *testing.T) {
 	}
 
 	// tools/list is the run's offer, its shaped schemas without additionalProperties false.
-	list := e.rpc("POST", path, rt, sid, request(2, "tools/list", nil))
+	list := e.rpc("POST", path, rt, sid, rpcRequest(2, "tools/list", nil))
 	tools := list.body["result"].(map[string]any)["tools"].([]any)
 	var names []string
 	for _, tool := range tools {
@@ -190,7 +190,7 @@ func TestFrontDoorProtocol(t *testing.T) {
 		t.Fatalf("a listed schema keeps additionalProperties false: %s", list.raw)
 	}
 	// ping, an unknown method, a batch, broken JSON, a message without method.
-	if a := e.rpc("POST", path, rt, sid, request(3, "ping", nil)); a.status != 200 || a.body["result"] == nil {
+	if a := e.rpc("POST", path, rt, sid, rpcRequest(3, "ping", nil)); a.status != 200 || a.body["result"] == nil {
 		t.Fatalf("ping %d %s", a.status, a.raw)
 	}
 	for _, tc := range []struct {
@@ -200,14 +200,14 @@ func TestFrontDoorProtocol(t *testing.T) {
 		code   float64
 		says   string
 	}{
-		{"an unknown method", request(4, "resources/list", nil), 200, -32601, "tools/list"},
+		{"an unknown method", rpcRequest(4, "resources/list", nil), 200, -32601, "tools/list"},
 		{"a batch", `[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, 400, -32600, "batches"},
 		{"broken JSON", `{"jsonrpc":"2.0","id":6,`, 400, -32700, "not valid JSON"},
 		{"no method", `{"jsonrpc":"2.0","id":7}`, 400, -32600, "no method"},
 		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":8,"method":"ping"}`, 400, -32600, `"2.0"`},
-		{"tools/call without a name", request(9, "tools/call", map[string]any{"arguments": map[string]any{}}), 200, -32602, "name"},
-		{"arguments not an object", request(10, "tools/call", map[string]any{"name": "echo", "arguments": []any{1}}), 200, -32602, "JSON object"},
-		{"a tool the run does not offer", request(11, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}}), 200, -32602, "not offered"},
+		{"tools/call without a name", rpcRequest(9, "tools/call", map[string]any{"arguments": map[string]any{}}), 200, -32602, "name"},
+		{"arguments not an object", rpcRequest(10, "tools/call", map[string]any{"name": "echo", "arguments": []any{1}}), 200, -32602, "JSON object"},
+		{"a tool the run does not offer", rpcRequest(11, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}}), 200, -32602, "not offered"},
 	} {
 		a := e.rpc("POST", path, rt, sid, tc.body)
 		code, msg := rpcError(a)
@@ -216,17 +216,17 @@ func TestFrontDoorProtocol(t *testing.T) {
 		}
 	}
 	// Arguments that fail the schema: an isError result naming the argument; nothing ran.
-	a := e.rpc("POST", path, rt, sid, request(12, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x", "times": 9}}))
+	a := e.rpc("POST", path, rt, sid, rpcRequest(12, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x", "times": 9}}))
 	if text, isErr := resultText(t, a); !isErr || !strings.Contains(text, "times") {
 		t.Fatalf("a schema failure: %q", text)
 	}
 	// A tool's ERROR: result is isError with the same text, and the budget trailer ends it.
-	a = e.rpc("POST", path, rt, sid, request(13, "tools/call", map[string]any{"name": "fail", "arguments": map[string]any{}}))
+	a = e.rpc("POST", path, rt, sid, rpcRequest(13, "tools/call", map[string]any{"name": "fail", "arguments": map[string]any{}}))
 	if text, isErr := resultText(t, a); !isErr || !strings.HasPrefix(text, "ERROR:") || !strings.Contains(text, "remaining_tool_calls:") {
 		t.Fatalf("a failing tool: %q", text)
 	}
 	// A native call, then the same request id again: the stored result, not a second run.
-	call := request("echo-1", "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+	call := rpcRequest("echo-1", "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
 	first := e.rpc("POST", path, rt, sid, call)
 	again := e.rpc("POST", path, rt, sid, call)
 	t1, _ := resultText(t, first)
@@ -252,10 +252,10 @@ func TestFrontDoorProtocol(t *testing.T) {
 	if a := e.rpc("POST", path, rt, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); a.status != 202 || len(a.raw) != 0 {
 		t.Fatalf("a notification: %d %q", a.status, a.raw)
 	}
-	if a := e.rpc("POST", path, rt, "", request(14, "ping", nil)); a.status != 400 {
+	if a := e.rpc("POST", path, rt, "", rpcRequest(14, "ping", nil)); a.status != 400 {
 		t.Fatalf("no session header: %d %s", a.status, a.raw)
 	}
-	if a := e.rpc("POST", path, rt, "0123456789abcdef0123456789abcdef", request(15, "ping", nil)); a.status != 404 {
+	if a := e.rpc("POST", path, rt, "0123456789abcdef0123456789abcdef", rpcRequest(15, "ping", nil)); a.status != 404 {
 		t.Fatalf("an unknown session: %d %s", a.status, a.raw)
 	}
 	if a := e.rpc("GET", path, rt, sid, nil, "application/json"); a.status != 406 {
@@ -309,10 +309,10 @@ func TestFrontDoorReach(t *testing.T) {
 	// The run token and the agent's key open run 1; a session answers only its opener.
 	sid, _ := e.open("/api/runs/"+id1+"/mcp", rt1)
 	keySid, _ := e.open("/api/runs/"+id1+"/mcp", keyA)
-	if a := e.rpc("POST", "/api/runs/"+id1+"/mcp", keyA, sid, request(2, "ping", nil)); a.status != 404 {
+	if a := e.rpc("POST", "/api/runs/"+id1+"/mcp", keyA, sid, rpcRequest(2, "ping", nil)); a.status != 404 {
 		t.Fatalf("another credential's session: %d %s", a.status, a.raw)
 	}
-	if a := e.rpc("POST", "/api/runs/"+id2+"/mcp", keyA, keySid, request(2, "ping", nil)); a.status != 404 {
+	if a := e.rpc("POST", "/api/runs/"+id2+"/mcp", keyA, keySid, rpcRequest(2, "ping", nil)); a.status != 404 {
 		t.Fatalf("a session of run 1 at run 2: %d %s", a.status, a.raw)
 	}
 	// /mcp with the key starts a run of its agent, with the query's kind and budget.
@@ -325,7 +325,7 @@ func TestFrontDoorReach(t *testing.T) {
 	if a := e.rpc("POST", "/mcp?tool_call_budget=many", keyA, "", initialize(1)); a.status != 400 || !strings.Contains(fmt.Sprint(a.body["error"]), "tool_call_budget") {
 		t.Fatalf("a bad budget: %d %s", a.status, a.raw)
 	}
-	a := e.rpc("POST", "/mcp", keyA, direct, request(2, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
+	a := e.rpc("POST", "/mcp", keyA, direct, rpcRequest(2, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
 	if text, _ := resultText(t, a); !strings.Contains(text, "remaining_tool_calls: 2") {
 		t.Fatalf("a call in the /mcp session: %q", text)
 	}
@@ -389,7 +389,7 @@ func TestFrontDoorStream(t *testing.T) {
 	if got.status != 200 || !strings.Contains(string(got.raw), "notifications/tools/list_changed") {
 		t.Fatalf("the stream: %d %q", got.status, got.raw)
 	}
-	list := e.rpc("POST", "/mcp", key, sid, request(2, "tools/list", nil))
+	list := e.rpc("POST", "/mcp", key, sid, rpcRequest(2, "tools/list", nil))
 	if list.status != 404 {
 		t.Fatalf("tools/list on the ended session: %d %s", list.status, list.raw)
 	}
@@ -410,7 +410,7 @@ func TestFrontDoorIdle(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if a := e.rpc("POST", "/mcp", key, sid, request(2, "ping", nil)); a.status != 404 {
+	if a := e.rpc("POST", "/mcp", key, sid, rpcRequest(2, "ping", nil)); a.status != 404 {
 		t.Fatalf("the idle session answered: %d %s", a.status, a.raw)
 	}
 }

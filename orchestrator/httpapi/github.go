@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,6 +17,9 @@ import (
 type GitHubService interface {
 	Handles(ctx context.Context, in orchestrator.GitHubCallback) bool
 	HandleCallback(ctx context.Context, in orchestrator.GitHubCallback) (orchestrator.GitHubCallbackResult, error)
+	// StateConnection is the pending login a GitHub Connect's state finishes; an unknown, used or
+	// expired state is ENOTFOUND.
+	StateConnection(ctx context.Context, state string) (string, error)
 	Picker(ctx context.Context, state string) ([]orchestrator.GitHubInstallation, error)
 	Pick(ctx context.Context, state string, installationID int64) (orchestrator.Connection, error)
 	Repositories(ctx context.Context, connectionID string) ([]orchestrator.GitHubRepository, error)
@@ -32,8 +36,9 @@ const githubCookie = "guilds_github_state"
 func (s *Server) githubRoutes(api fiber.Router) {
 	conn, guild := orchestrator.ObjectConnection, orchestrator.ObjectGuild
 	g := s.serving(api, s.GitHub != nil, "the GitHub App")
-	g.add("GET", "/mcp/oauth/github-installation", "githubInstallations", anyone(), s.githubPicker) // the state names the login: decided in the handler
-	g.add("POST", "/mcp/oauth/github-installation", "githubPickInstallation", anyone(), s.githubPick)
+	// The picker finishes a Connect: write on the pending login its state names.
+	g.add("GET", "/mcp/oauth/github-installation", "githubInstallations", write(conn).at(s.githubStateConnection), s.githubPicker)
+	g.add("POST", "/mcp/oauth/github-installation", "githubPickInstallation", write(conn).at(s.githubStateConnection), s.githubPick)
 	g.add("GET", "/mcp/connections/:id/github/repositories", "githubRepositories", read(conn).within(), s.githubRepositories)
 	g.add("PUT", "/mcp/connections/:id/github/selected", "githubSelect", write(conn), s.githubSelect)
 	g.add("GET", "/guilds/:id/repositories", "guildRepositories", read(guild), s.guildRepositories)
@@ -87,6 +92,22 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 		return page(c, fiber.StatusOK, "Connected", res.Page+" ("+res.Connection.ID+"). You can close this tab.")
 	}
 	return page(c, fiber.StatusOK, "Waiting for approval", res.Page)
+}
+
+// githubStateConnection is the pending login a picker request's state (the query's, or the
+// body's for a pick) finishes; an unknown state is a 404.
+func (s *Server) githubStateConnection(c *fiber.Ctx) (string, error) {
+	state := c.Query("state")
+	if c.Method() == fiber.MethodPost {
+		var req struct {
+			State string `json:"state"`
+		}
+		if err := json.Unmarshal(c.Body(), &req); err != nil {
+			return "", orchestrator.Errorf(orchestrator.EINVALID, "the body must be a JSON object {state, installation_id}: %v", err)
+		}
+		state = req.State
+	}
+	return s.GitHub.StateConnection(c.UserContext(), state)
 }
 
 func (s *Server) githubPicker(c *fiber.Ctx) error {

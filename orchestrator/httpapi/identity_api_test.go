@@ -11,25 +11,39 @@ import (
 	"testing"
 )
 
-// caller is how a test request authenticates: a bearer token, or a session's cookie and CSRF token.
+// caller is how a test request authenticates: a bearer token, or a session's cookie and CSRF
+// token; header and cookies are sent besides.
 type caller struct {
-	bearer string
-	cookie string
-	csrf   string
+	bearer  string
+	cookie  string
+	csrf    string
+	header  map[string]string
+	cookies []*http.Cookie
 }
 
 func asBearer(t string) caller { return caller{bearer: t} }
 
-// as sends one request as the caller, checked live against openapi.json like every exchange, and
-// answers its status, its JSON body (nil for none) and its headers.
-func (e *env) as(who caller, method, path string, body any) (int, map[string]any, http.Header) {
+// rawBody is a request body sent as it is (a file's bytes), with its content type.
+type rawBody struct {
+	ctype string
+	data  []byte
+}
+
+// exchange sends one request as the caller, checked live against openapi.json like every exchange,
+// and answers its status, its body and its headers.
+func (e *env) exchange(who caller, method, path string, body any) (int, []byte, http.Header) {
 	e.t.Helper()
 	var sent []byte
-	if body != nil {
+	ctype := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case rawBody:
+		sent, ctype = b.data, b.ctype
+	default:
 		sent, _ = json.Marshal(body)
 	}
 	req := httptest.NewRequest(method, path, bytes.NewReader(sent))
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	if who.bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+who.bearer)
 	}
@@ -39,6 +53,12 @@ func (e *env) as(who caller, method, path string, body any) (int, map[string]any
 	if who.csrf != "" {
 		req.Header.Set("X-CSRF-Token", who.csrf)
 	}
+	for k, v := range who.header {
+		req.Header.Set(k, v)
+	}
+	for _, c := range who.cookies {
+		req.AddCookie(c)
+	}
 	resp, err := e.app.Test(req, -1)
 	if err != nil {
 		e.t.Fatal(err)
@@ -46,13 +66,21 @@ func (e *env) as(who caller, method, path string, body any) (int, map[string]any
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	checkLive(e.t, req, sent, resp.StatusCode, resp.Header, raw)
+	return resp.StatusCode, raw, resp.Header
+}
+
+// as sends one request as the caller (send) and answers its status, its JSON body (nil for none)
+// and its headers.
+func (e *env) as(who caller, method, path string, body any) (int, map[string]any, http.Header) {
+	e.t.Helper()
+	st, raw, h := e.exchange(who, method, path, body)
 	var out map[string]any
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &out); err != nil {
 			e.t.Fatalf("%s %s: answer is not a JSON object: %q", method, path, raw)
 		}
 	}
-	return resp.StatusCode, out, resp.Header
+	return st, out, h
 }
 
 // expect is as that fails the test unless the status is want.

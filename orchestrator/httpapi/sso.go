@@ -77,7 +77,7 @@ func (s *Server) finishSSO(c *fiber.Ctx) error {
 		}
 		return page(c, ssoStatus(code), "Sign-in failed", msg)
 	}
-	c.Locals(localPrincipal, identity.Principal{Kind: orchestrator.CredentialSession, Account: &in.Account}) // the audit row's actor
+	c.Locals(localPrincipal, identity.Principal{Kind: orchestrator.CredentialSession, ID: in.SessionID, Account: &in.Account}) // the audit row's actor
 	s.setSession(c, in.Cookie, in.Expires)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")

@@ -89,6 +89,9 @@ func (s *Service) MintToken(ctx context.Context, p Principal, req TokenRequest) 
 	switch {
 	case req.Scope != nil:
 		held := p.RoleAt(req.ScopeAt)
+		if held == "" && p.RoleWithin(req.ScopeAt) != "" { // an organisation the maker sees through a guild
+			return NewTokenAnswer{}, orchestrator.Errorf(orchestrator.EFORBIDDEN, "a token cannot be wider than its maker: you hold no role at %s itself; scope it to your guild", describe(req.ScopeAt))
+		}
 		if held == "" {
 			return NewTokenAnswer{}, notFound(Target{Chain: req.ScopeAt})
 		}

@@ -26,6 +26,9 @@ type Principal struct {
 	RunID string
 	// CSRF is a session's token, which a state-changing request made with its cookie must carry.
 	CSRF string
+	// Narrowed is an API token made with a role cap or a scope: it acts within them, and never on
+	// its account's tokens and sessions.
+	Narrowed bool
 }
 
 // Label names the principal for messages and logs (never a secret).
@@ -91,6 +94,21 @@ func (p Principal) RoleWithin(c orchestrator.Chain) string {
 	return best
 }
 
+// RoleAnywhere is the highest role the principal holds at any organisation or guild (owner for
+// admins, "" for none).
+func (p Principal) RoleAnywhere() string {
+	if p.Admin {
+		return orchestrator.RoleOwner
+	}
+	best := ""
+	for _, m := range p.Members {
+		if orchestrator.RoleRank(m.Role) > orchestrator.RoleRank(best) {
+			best = m.Role
+		}
+	}
+	return best
+}
+
 // ReachesOrg reports whether the principal holds any role in the organisation (or is an admin).
 func (p Principal) ReachesOrg(orgID string) bool {
 	return p.RoleWithin(orchestrator.Chain{Scope: orchestrator.ScopeOrg, OrgID: orgID}) != ""
@@ -107,17 +125,22 @@ const (
 // Need is what a route asks of its caller.
 type Need struct {
 	// Role is the least role the caller needs over the target; "" means any principal will do
-	// (within its reach when there is a target).
+	// (within its reach when there is a target). Without a target, an account needs the role at
+	// some organisation or guild (the coin picker of a Connect form needs an operator somewhere).
 	Role string
 	// Admin restricts the route to the instance admin.
 	Admin bool
-	// Within lets a role anywhere under the target count (reads of an organisation's shared
-	// objects, or of the organisation itself by a guild's members).
+	// Within lets a role anywhere under the target count: a guild's members read their
+	// organisation itself, its logins (which their guild may bind) and its issue inbox (filtered
+	// to their guilds); a guild role never covers the organisation's own notes, tables or members.
 	Within bool
 	// Runtime says which runtime credentials may call the route (RuntimeNone by default).
 	Runtime int
 	// Session restricts the route to a signed-in account's session (minting an API token).
 	Session bool
+	// Account marks a route that acts on the caller's own account (its tokens, its sessions): an
+	// account's session or an API token made without a role cap or scope.
+	Account bool
 }
 
 // Target is what a request acts on: where it sits, and the run when it names one.
@@ -133,6 +156,9 @@ func (p Principal) May(t Target, need Need) error {
 	if need.Session && p.Kind != orchestrator.CredentialSession {
 		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "this needs a signed-in account's session, not %s; sign in (POST /api/sessions) and send the session cookie", p.Label())
 	}
+	if need.Account && p.Narrowed {
+		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "%s is narrowed to a role or a scope, so it cannot manage its account's tokens and sessions; use the account's session (or a token made without a role or scope)", p.Label())
+	}
 	if p.Runtime() {
 		return decideRuntime(p, t, need)
 	}
@@ -143,6 +169,9 @@ func (p Principal) May(t Target, need Need) error {
 		return orchestrator.Errorf(orchestrator.EFORBIDDEN, "this needs an instance admin; %s is not one", p.Label())
 	}
 	if t.Scope == "" { // no target: any account may call it (listings filter what they answer)
+		if need.Role != "" && orchestrator.RoleRank(p.RoleAnywhere()) < orchestrator.RoleRank(need.Role) {
+			return orchestrator.Errorf(orchestrator.EFORBIDDEN, "this needs the %s role at some organisation or guild; %s holds none", need.Role, p.Label())
+		}
 		return nil
 	}
 	// Reach is any role at or under the target (a guild's members see their organisation, as the

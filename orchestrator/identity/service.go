@@ -228,7 +228,8 @@ func (s *Service) principal(c orchestrator.Credential) (Principal, error) {
 		if c.Token == nil || c.Account == nil {
 			return p, errors.New("an API token credential without its token or account")
 		}
-		p.Admin = c.Account.InstanceAdmin && c.Token.Role == "" && c.Token.Scope == nil
+		p.Narrowed = c.Token.Role != "" || c.Token.Scope != nil
+		p.Admin = c.Account.InstanceAdmin && !p.Narrowed
 		p.Members = narrow(c.Account, c.Members, c.Token)
 	}
 	return p, nil

@@ -33,10 +33,11 @@ func NormalEmail(email string) (string, error) {
 // SignedIn is a new session: the cookie's value (shown once) and the CSRF token state-changing
 // requests made with it must carry.
 type SignedIn struct {
-	Account orchestrator.Account
-	Cookie  string
-	CSRF    string
-	Expires time.Time
+	Account   orchestrator.Account
+	SessionID string // the session's id (the audit log's actor), never its cookie
+	Cookie    string
+	CSRF      string
+	Expires   time.Time
 }
 
 // SignIn checks an email and password and opens a session. Unknown emails and wrong passwords take
@@ -97,7 +98,7 @@ func (s *Service) OpenSession(ctx context.Context, a orchestrator.Account, clien
 	if err := s.Store.CreateSession(ctx, row); err != nil {
 		return SignedIn{}, fmt.Errorf("store the session: %w", err)
 	}
-	return SignedIn{Account: a, Cookie: m.Value, CSRF: csrf, Expires: row.ExpiresAt}, nil
+	return SignedIn{Account: a, SessionID: row.ID, Cookie: m.Value, CSRF: csrf, Expires: row.ExpiresAt}, nil
 }
 
 // SignOut ends the principal's session, or every session of its account when everywhere is set.

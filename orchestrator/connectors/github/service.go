@@ -255,6 +255,25 @@ func (s *Service) complete(ctx context.Context, state string, st orchestrator.Gi
 	return CallbackResult{Connection: &conn, Page: "GitHub is connected (" + in.Account + "). Pick its repositories on the GitHub card."}, nil
 }
 
+// StateConnection is the pending login a Connect's state finishes (the API decides who may
+// finish it); an unknown, used or expired state is ENOTFOUND.
+func (s *Service) StateConnection(ctx context.Context, state string) (string, error) {
+	if state == "" || len(state) > 512 {
+		return "", errUnknownState
+	}
+	st, err := s.Store.GitHubState(ctx, hashState(state), s.now())
+	if err != nil {
+		if orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND {
+			return "", errUnknownState
+		}
+		return "", fmt.Errorf("look up the GitHub login state: %w", err)
+	}
+	return st.ConnectionID, nil
+}
+
+// errUnknownState answers a picker request whose state is unknown, used or expired.
+var errUnknownState = orchestrator.Errorf(orchestrator.ENOTFOUND, "the GitHub login state is unknown, used or expired; start again with Connect")
+
 // Picker lists the installations a callback left to choose from.
 func (s *Service) Picker(ctx context.Context, state string) ([]Installation, error) {
 	_, list, err := s.picker(ctx, state)
