@@ -66,12 +66,23 @@ type serverRow struct {
 	Unset    bool     // not set up
 	Note     string
 	Tools    []toolRow
+	Connect  string // the Connect page, for an operator, when no connected login is in effect
+	Login    string // the login's page, when one is in effect
 }
 
 // tools shows every native tool grouped, and every catalog server with its tools, each with its
 // control and resolved state.
 func (a *App) tools(scope string) func(v *view) error {
-	return func(v *view) error { return a.showTools(v, scope, http.StatusOK, "") }
+	return func(v *view) error {
+		notice := ""
+		switch q := v.c.Queries(); {
+		case q["connected"] != "":
+			notice = q["connected"] + " is connected here: " + q["tools"] + " tools listed, each with its control below."
+		case q["deleted"] != "":
+			notice = "The " + q["deleted"] + " login is disconnected and deleted."
+		}
+		return a.showTools(v, scope, http.StatusOK, notice)
+	}
 }
 
 func (a *App) showTools(v *view, scope string, status int, notice string) error {
@@ -149,6 +160,12 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 			if it := v.inst.connectorIntegration(s.Slug); it != nil {
 				sr.NotSetUp = it.missing()
 			}
+		}
+		if s.ConnectionID != "" {
+			sr.Login = "/connections/" + s.ConnectionID
+		}
+		if d.Can && !sr.Unset && s.ConnectionStatus != orchestrator.ConnConnected {
+			sr.Connect = p.Href() + "/connect/" + s.Slug
 		}
 		for _, t := range s.Tools {
 			tr := toolRow{Kind: orchestrator.CatalogMCPTool, ID: t.Name, Name: t.Name, Field: fieldID("t", t.Name), Binding: true,

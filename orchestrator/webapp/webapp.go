@@ -56,6 +56,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.issueRoutes(r)
 	a.secretRoutes(r)
 	a.testRoutes(r)
+	a.connectRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {

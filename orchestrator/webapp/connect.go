@@ -1,0 +1,234 @@
+package webapp
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/guildsai/guilds/orchestrator"
+)
+
+// connectRoutes registers Connect at an organisation, a guild and an agent (a token form built
+// from the server's fields, or a redirect to the provider for an OAuth login), and a login's own
+// page: its state and listed tools, Refresh, and Disconnect or Delete.
+func (a *App) connectRoutes(r fiber.Router) {
+	for _, s := range []struct{ coll, scope string }{{"orgs", orchestrator.ScopeOrg}, {"guilds", orchestrator.ScopeGuild}, {"agents", orchestrator.ScopeAgent}} {
+		r.Get("/"+s.coll+"/:id/connect/:slug", a.page(a.connectPage(s.scope)))
+		r.Post("/"+s.coll+"/:id/connect/:slug", a.action(a.connect(s.scope)))
+	}
+	r.Get("/connections/:id", a.page(a.connection))
+	r.Post("/connections/:id/refresh", a.action(a.refreshConnection))
+	r.Post("/connections/:id/delete", a.action(a.deleteConnection))
+}
+
+// connectData is the Connect page's: the server, its form, and how it connects.
+type connectData struct {
+	Place  place
+	Server orchestrator.MCPServer
+	Fields []credField
+	Form   *form
+	Action string
+	OAuth  bool   // connects by a redirect to the provider
+	Cannot string // why this page cannot connect it (not set up, not offered here); "" when it can
+}
+
+// credField is one field of a server's token form.
+type credField struct {
+	orchestrator.CredentialField
+	Secret bool   // a key: a password input, never echoed or prefilled
+	Value  string // what was typed (never a secret's)
+	Error  string
+}
+
+// secretField reports whether a credential field holds a key (anything but a login name or
+// similar): its input is a password input whose value is never sent back.
+func secretField(f orchestrator.CredentialField) bool {
+	n := strings.ToLower(f.Name + " " + f.Label)
+	for _, w := range []string{"key", "token", "secret", "password"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// server reads one published catalog server by slug.
+func (v *view) server(slug string) (orchestrator.MCPServer, error) {
+	var out struct {
+		Servers []orchestrator.MCPServer `json:"servers"`
+	}
+	if err := v.get("/api/mcp/servers", &out); err != nil {
+		return orchestrator.MCPServer{}, err
+	}
+	for _, s := range out.Servers {
+		if s.Slug == slug {
+			return s, nil
+		}
+	}
+	return orchestrator.MCPServer{}, notFound("no server " + slug + " in the catalog")
+}
+
+func (a *App) connectPage(scope string) func(v *view) error {
+	return func(v *view) error { return a.showConnect(v, scope, http.StatusOK, nil) }
+}
+
+func (a *App) showConnect(v *view, scope string, status int, f *form) error {
+	p, err := v.placeOf(scope, v.c.Params("id"))
+	if err != nil {
+		return err
+	}
+	if !v.me.can(p.Chain(), orchestrator.RoleOperator) {
+		return &apiError{Status: http.StatusForbidden, Code: orchestrator.EFORBIDDEN, Message: "connecting a login at " + p.Label(scope) + " needs the operator role there"}
+	}
+	srv, err := v.server(v.c.Params("slug"))
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		f = &form{Values: map[string]string{}, Errors: map[string]string{}}
+	}
+	d := connectData{Place: p, Server: srv, Form: f, Action: p.Href() + "/connect/" + srv.Slug}
+	switch {
+	case srv.Kind == orchestrator.ServerGitHub:
+		d.Cannot = srv.Name + " connects by installing the box's GitHub App, which this page does not offer yet."
+	case srv.OAuthSetupState == "unsupported":
+		d.Cannot = srv.Name + " is not set up on this box: its OAuth client is not configured."
+		if it := v.inst.connectorIntegration(srv.Slug); it != nil && len(it.missing()) > 0 {
+			d.Cannot = srv.Name + " is not set up on this box: set " + strings.Join(it.missing(), " and ") + " in the orchestrator's environment and restart it."
+		}
+	case srv.Auth == orchestrator.AuthOAuth:
+		d.OAuth = true
+	case srv.Config.MaxCoins > 0:
+		d.Cannot = srv.Name + " connects with its coin picker, which this page does not offer yet; POST /api/mcp/connections with its coins."
+	}
+	for _, cf := range srv.Config.Fields {
+		fd := credField{CredentialField: cf, Secret: secretField(cf), Error: f.Errors[cf.Name]}
+		if !fd.Secret {
+			fd.Value = f.Values[cf.Name]
+		}
+		d.Fields = append(d.Fields, fd)
+	}
+	pd := v.at(p, "Tools", "Connect "+srv.Name+" · "+p.Name(), d)
+	pd.Heading = "Connect " + srv.Name
+	pd.Crumbs = append(pd.Crumbs, link{Label: p.Name(), Href: p.Href()})
+	return a.render(v.c, status, "connect", pd)
+}
+
+// connect posts the Connect (POST /api/mcp/connections) at the view's scope: a token login is
+// verified and stored, and the Tools view opens with its tools; an OAuth login sends the browser
+// to the provider's authorization URL. A refused form is shown again with the API's message
+// beside the field it names, keeping what was typed except the keys.
+func (a *App) connect(scope string) func(v *view) error {
+	return func(v *view) error {
+		p, err := v.placeOf(scope, v.c.Params("id"))
+		if err != nil {
+			return err
+		}
+		srv, err := v.server(v.c.Params("slug"))
+		if err != nil {
+			return err
+		}
+		names := []string{"account_hint"}
+		for _, cf := range srv.Config.Fields {
+			names = append(names, cf.Name)
+		}
+		f := newForm(v.c, names...)
+		creds := map[string]string{}
+		for _, cf := range srv.Config.Fields {
+			creds[cf.Name] = f.Values[cf.Name]
+			if secretField(cf) {
+				f.forget(cf.Name)
+			}
+		}
+		body := map[string]any{"server": srv.Slug, "scope": scope, "scope_id": p.ID(), "credentials": creds, "account_hint": f.Values["account_hint"]}
+		var out struct {
+			orchestrator.Connection
+			Conn             *orchestrator.Connection `json:"connection"`
+			AuthorizationURL string                   `json:"authorization_url"`
+		}
+		if err := v.send(fiber.MethodPost, "/api/mcp/connections", body, &out); err != nil {
+			return a.refused(v, err, f, func(status int) error {
+				if f.Error != "" && len(srv.Config.Fields) == 1 { // a refused key: beside the one field
+					f.Errors[srv.Config.Fields[0].Name], f.Error = f.Error, ""
+				}
+				return a.showConnect(v, scope, status, f)
+			})
+		}
+		if out.AuthorizationURL != "" { // the provider's page; its callback lands on the login's page
+			return v.c.Redirect(out.AuthorizationURL, http.StatusSeeOther)
+		}
+		return v.seeOther(p.Href() + "/tools?" + queryOf("connected", srv.Name) + "&" + queryOf("tools", strconv.Itoa(out.ToolCount)))
+	}
+}
+
+// connectionData is a login's page.
+type connectionData struct {
+	Place place
+	Conn  orchestrator.Connection
+	Tools []orchestrator.ListedTool
+	Diff  *orchestrator.ListingDiff // the last Refresh's
+	Can   bool
+}
+
+func (a *App) connection(v *view) error {
+	return a.showConnection(v, http.StatusOK, nil, "", "")
+}
+
+func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff, notice, fail string) error {
+	var conn orchestrator.Connection
+	if err := v.get(apiPath("mcp", "connections", v.c.Params("id")), &conn); err != nil {
+		return err
+	}
+	p, err := v.placeOf(conn.Scope, conn.ScopeID)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Tools []orchestrator.ListedTool `json:"tools"`
+	}
+	if err := v.get(apiPath("mcp", "connections", conn.ID, "tools"), &out); err != nil {
+		return err
+	}
+	d := connectionData{Place: p, Conn: conn, Tools: out.Tools, Diff: diff, Can: v.me.can(p.Chain(), orchestrator.RoleOperator)}
+	pd := v.at(p, "Tools", conn.Server+" login · "+p.Name(), d)
+	pd.Heading = conn.Server + " login"
+	pd.Crumbs = append(pd.Crumbs, link{Label: p.Name(), Href: p.Href()})
+	pd.Notice, pd.Error = notice, fail
+	return a.render(v.c, status, "connection", pd)
+}
+
+// refreshConnection relists the login's tools now (POST /api/mcp/connections/{id}/refresh) and
+// shows what changed: added, removed, changed.
+func (a *App) refreshConnection(v *view) error {
+	var diff orchestrator.ListingDiff
+	if err := v.send(fiber.MethodPost, apiPath("mcp", "connections", v.c.Params("id"), "refresh"), nil, &diff); err != nil {
+		switch statusOf(err) {
+		case http.StatusConflict, http.StatusBadGateway, http.StatusUnprocessableEntity:
+			return a.showConnection(v, statusOf(err), nil, "", messageOf(err))
+		}
+		return err
+	}
+	notice := "The tool list is refreshed: nothing changed."
+	if n := len(diff.Added) + len(diff.Removed) + len(diff.Changed); n > 0 {
+		notice = "The tool list is refreshed: " + strconv.Itoa(len(diff.Added)) + " added, " + strconv.Itoa(len(diff.Removed)) + " removed, " + strconv.Itoa(len(diff.Changed)) + " changed."
+	}
+	return a.showConnection(v, http.StatusOK, &diff, notice, "")
+}
+
+// deleteConnection disconnects and deletes the login (DELETE /api/mcp/connections/{id}): its
+// sealed credentials and listed tools go, and its server's tools are offered no more through it.
+func (a *App) deleteConnection(v *view) error {
+	var conn orchestrator.Connection
+	if err := v.get(apiPath("mcp", "connections", v.c.Params("id")), &conn); err != nil {
+		return err
+	}
+	p, err := v.placeOf(conn.Scope, conn.ScopeID)
+	if err != nil {
+		return err
+	}
+	if err := v.send(fiber.MethodDelete, apiPath("mcp", "connections", conn.ID), nil, nil); err != nil {
+		return err
+	}
+	return v.seeOther(p.Href() + "/tools?" + queryOf("deleted", conn.Server))
+}
