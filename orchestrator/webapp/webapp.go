@@ -57,6 +57,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.secretRoutes(r)
 	a.testRoutes(r)
 	a.connectRoutes(r)
+	a.adminRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
@@ -71,7 +72,11 @@ func isAPI(path string) bool {
 	return path == "/api" || len(path) > 4 && path[:5] == "/api/" || path == "/healthz" || path == "/readyz" || path == "/metrics"
 }
 
-// navItems is the top navigation. (Admin joins it for the instance admin when its pages land.)
+// navItems is the top navigation: Admin joins it for the instance admin.
 func navItems(d pageData) []link {
-	return []link{{Label: "Organisations", Href: "/orgs"}}
+	out := []link{{Label: "Organisations", Href: "/orgs"}}
+	if d.Me != nil && d.Me.Admin {
+		out = append(out, link{Label: "Admin", Href: "/admin"})
+	}
+	return out
 }
