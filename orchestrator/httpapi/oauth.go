@@ -24,6 +24,7 @@ func (s *Server) callbackURL(c *fiber.Ctx) string {
 // oauthCallback answers GET /api/mcp/oauth/callback: the operator's browser, back from the
 // authorization server. It carries no bearer token (state is its only key) and answers a small
 // HTML page: 200 when the login connected, 400 with the reason otherwise. It never shows a token.
+// With OAuthLanding set, a completed login instead sends the browser on to the app's page for it.
 func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "no-referrer")
@@ -42,6 +43,9 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 			s.log().Error("OAuth callback failed", "err", err.Error())
 		}
 		return page(c, fiber.StatusBadRequest, "Login failed", msg)
+	}
+	if s.OAuthLanding != nil {
+		return c.Redirect(s.OAuthLanding(conn), fiber.StatusSeeOther)
 	}
 	what := conn.Server
 	if conn.AccountHint != "" {

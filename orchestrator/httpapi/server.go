@@ -53,6 +53,10 @@ type Server struct {
 	Accounts AccountReader       // what the identity routes list
 	Places   orchestrator.Placer // places the objects requests name, for the access decision
 	Audit    Auditor             // the audit log's writer; nil writes none
+	// OAuthLanding, when set, is where the OAuth callback sends the browser after a login that
+	// completed (the operator app's page for it), instead of answering its own small page. The
+	// path it returns must hold no code, token or verifier.
+	OAuthLanding func(conn orchestrator.Connection) string
 	// PublicBaseURL is PUBLIC_BASE_URL: the box's address in links it makes (invitations, the
 	// single sign-on callback) and the base of the OAuth callback URL; "" the request's own.
 	PublicBaseURL string

@@ -2,6 +2,7 @@ package webapp
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -162,6 +163,12 @@ func (a *App) connect(scope string) func(v *view) error {
 	}
 }
 
+// LoginPage is the app's page for a login, where the OAuth callback lands the browser once the
+// provider has answered: the login's state is all its query says.
+func LoginPage(conn orchestrator.Connection) string {
+	return "/connections/" + url.PathEscape(conn.ID) + "?" + queryOf("login", conn.Status)
+}
+
 // connectionData is a login's page.
 type connectionData struct {
 	Place place
@@ -172,7 +179,14 @@ type connectionData struct {
 }
 
 func (a *App) connection(v *view) error {
-	return a.showConnection(v, http.StatusOK, nil, "", "")
+	notice := ""
+	switch v.c.Query("login") {
+	case orchestrator.ConnConnected:
+		notice = "Signed in: the login is connected, and its tools are listed below."
+	case orchestrator.ConnPending:
+		notice = "Signed in: the login still needs its settings (such as Drive's folder) before it connects; the API's picker routes set them."
+	}
+	return a.showConnection(v, http.StatusOK, nil, notice, "")
 }
 
 func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff, notice, fail string) error {

@@ -2,9 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -35,16 +33,12 @@ func TestOAuthLoginThroughServe(t *testing.T) {
 	if q := start["authorization_url"].(string); !strings.Contains(q, "redirect_uri=http%3A%2F%2F"+strings.ReplaceAll(srv.Addr, ":", "%3A")+"%2Fapi%2Fmcp%2Foauth%2Fcallback") {
 		t.Fatalf("authorization_url %s does not send the browser back to serve's callback", q)
 	}
-	resp, err := http.Get(start["authorization_url"].(string)) // the browser: authorize, then serve's callback
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(page), "Connected") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Fatalf("callback page: %d %s", resp.StatusCode, page)
-	}
 	id := start["connection"].(map[string]any)["id"].(string)
+	// The browser: the provider's consent, then serve's callback, which lands it on the app's page.
+	st, loc, page := wiretest.Authorize(t, start["authorization_url"].(string))
+	if st != 303 || loc != "/connections/"+id+"?login=connected" {
+		t.Fatalf("callback: %d %s %s", st, loc, page)
+	}
 	if c := wiretest.Must(t, 200, "GET", api+"/api/mcp/connections/"+id, nil); c["status"] != "connected" {
 		t.Fatalf("connection %v", c)
 	}

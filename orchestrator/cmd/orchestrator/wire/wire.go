@@ -162,7 +162,7 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
-		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals, MCPSessionIdle: cfg.MCPSessionIdle}
+		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals, MCPSessionIdle: cfg.MCPSessionIdle, OAuthLanding: webapp.LoginPage}
 	g.App = httpapi.New(g.API)
 	g.watchRuns(ctx, o)
 	// The operator app, on the API's listener at /: it calls the API in process, through the same

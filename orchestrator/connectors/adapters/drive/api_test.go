@@ -2,7 +2,6 @@ package drive_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -70,14 +69,10 @@ func TestDriveThroughServe(t *testing.T) {
 	wiretest.Must(t, 200, "PATCH", api+"/api/admin/mcp/servers/drive", map[string]any{"url": g.URL + "/mcp/v1", "endpoints": g.DriveEndpoints()})
 	start := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "drive", "scope": "org", "scope_id": org})
 	id := start["connection"].(map[string]any)["id"].(string)
-	resp, err := http.Get(start["authorization_url"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(page), "pick its folder") {
-		t.Fatalf("callback page: %d %s", resp.StatusCode, page)
+	// The browser: the provider's consent, then serve's callback, which lands it on the app's page.
+	st, loc, page := wiretest.Authorize(t, start["authorization_url"].(string))
+	if st != 303 || loc != "/connections/"+id+"?login=pending" {
+		t.Fatalf("callback: %d %s %s", st, loc, page)
 	}
 	if q := g.LastAuthorize(); q.Get("scope") != "https://www.googleapis.com/auth/drive" || q.Get("access_type") != "offline" {
 		t.Fatalf("authorize query %v", q)

@@ -2,8 +2,6 @@ package gmail_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -47,14 +45,10 @@ func TestGmailThroughServe(t *testing.T) {
 	}
 	start := wiretest.Must(t, 201, "POST", api+"/api/mcp/connections", map[string]any{"server": "gmail", "scope": "org", "scope_id": org})
 	id := start["connection"].(map[string]any)["id"].(string)
-	resp, err := http.Get(start["authorization_url"].(string)) // the browser: Google's consent, then serve's callback
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(page), "Connected") {
-		t.Fatalf("callback page: %d %s", resp.StatusCode, page)
+	// The browser: the provider's consent, then serve's callback, which lands it on the app's page.
+	st, loc, page := wiretest.Authorize(t, start["authorization_url"].(string))
+	if st != 303 || loc != "/connections/"+id+"?login=connected" {
+		t.Fatalf("callback: %d %s %s", st, loc, page)
 	}
 	if q := g.LastAuthorize(); q.Get("access_type") != "offline" || q.Get("prompt") != "consent" || !strings.Contains(q.Get("scope"), "gmail.compose") {
 		t.Fatalf("authorize query %v", q)

@@ -221,3 +221,26 @@ func MetOr(ok bool) string {
 	}
 	return "NOT met"
 }
+
+// Authorize follows an OAuth authorization URL as the operator's browser does, through the
+// provider and serve's callback, and returns the callback's answer: a completed login's redirect
+// to the operator app's page for it (its Location), or the callback's own page (its body).
+func Authorize(t testing.TB, authURL string) (status int, location, page string) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && via[len(via)-1].URL.Path == callbackPath {
+			return http.ErrUseLastResponse // the callback's redirect into the app: not followed
+		}
+		return nil
+	}}
+	resp, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
+}
+
+// callbackPath is serve's OAuth callback.
+const callbackPath = "/api/mcp/oauth/callback"
