@@ -54,6 +54,24 @@ func secretField(f orchestrator.CredentialField) bool {
 	return false
 }
 
+// connectCannot says why this app cannot connect a server ("" when it can): the GitHub App's
+// install, Pinned prices' coin picker, an OAuth client not configured, a server that takes no login.
+func connectCannot(srv orchestrator.MCPServer) string {
+	switch {
+	case srv.Kind == orchestrator.ServerGitHub:
+		return srv.Name + " connects by installing the box's GitHub App, which this page does not offer yet."
+	case srv.OAuthSetupState == "unsupported":
+		return srv.Name + " is not set up on this box: its OAuth client is not configured."
+	case srv.Config.MaxCoins > 0:
+		return srv.Name + " connects with its coin picker, which this page does not offer yet; POST /api/mcp/connections with its coins."
+	case srv.Auth == orchestrator.AuthOAuth, srv.Auth == orchestrator.AuthToken:
+		return ""
+	case srv.Auth == orchestrator.AuthNone && srv.Kind == orchestrator.ServerRemote:
+		return ""
+	}
+	return srv.Name + " takes no login: its tools need no Connect."
+}
+
 // server reads one published catalog server by slug.
 func (v *view) server(slug string) (orchestrator.MCPServer, error) {
 	var out struct {
@@ -90,19 +108,13 @@ func (a *App) showConnect(v *view, scope string, status int, f *form) error {
 		f = &form{Values: map[string]string{}, Errors: map[string]string{}}
 	}
 	d := connectData{Place: p, Server: srv, Form: f, Action: p.Href() + "/connect/" + srv.Slug}
-	switch {
-	case srv.Kind == orchestrator.ServerGitHub:
-		d.Cannot = srv.Name + " connects by installing the box's GitHub App, which this page does not offer yet."
-	case srv.OAuthSetupState == "unsupported":
-		d.Cannot = srv.Name + " is not set up on this box: its OAuth client is not configured."
+	d.Cannot = connectCannot(srv)
+	if srv.OAuthSetupState == "unsupported" {
 		if it := v.inst.connectorIntegration(srv.Slug); it != nil && len(it.missing()) > 0 {
 			d.Cannot = srv.Name + " is not set up on this box: set " + strings.Join(it.missing(), " and ") + " in the orchestrator's environment and restart it."
 		}
-	case srv.Auth == orchestrator.AuthOAuth:
-		d.OAuth = true
-	case srv.Config.MaxCoins > 0:
-		d.Cannot = srv.Name + " connects with its coin picker, which this page does not offer yet; POST /api/mcp/connections with its coins."
 	}
+	d.OAuth = d.Cannot == "" && srv.Auth == orchestrator.AuthOAuth
 	for _, cf := range srv.Config.Fields {
 		fd := credField{CredentialField: cf, Secret: secretField(cf), Error: f.Errors[cf.Name]}
 		if !fd.Secret {

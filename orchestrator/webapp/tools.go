@@ -148,6 +148,18 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 		}
 		return d.Groups[i].Name < d.Groups[j].Name
 	})
+	var catalog struct {
+		Servers []orchestrator.MCPServer `json:"servers"`
+	}
+	if d.Can && len(acc.Servers) > 0 { // which servers this app can connect (an operator's Connect)
+		if err := v.get("/api/mcp/servers", &catalog); err != nil {
+			return err
+		}
+	}
+	connectable := map[string]bool{}
+	for _, s := range catalog.Servers {
+		connectable[s.Slug] = connectCannot(s) == ""
+	}
 	for _, s := range acc.Servers {
 		sr := serverRow{toolRow: toolRow{Kind: orchestrator.CatalogMCP, ID: s.Slug, Name: s.Name, Field: fieldID("s", s.Slug), Binding: true,
 			Control: control(orchestrator.CatalogMCP, s.Slug), On: s.Enabled, From: fromLabel(p, s.DecidedBy)},
@@ -164,7 +176,7 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 		if s.ConnectionID != "" {
 			sr.Login = "/connections/" + s.ConnectionID
 		}
-		if d.Can && !sr.Unset && s.ConnectionStatus != orchestrator.ConnConnected {
+		if d.Can && !sr.Unset && connectable[s.Slug] && s.ConnectionStatus != orchestrator.ConnConnected {
 			sr.Connect = p.Href() + "/connect/" + s.Slug
 		}
 		for _, t := range s.Tools {
