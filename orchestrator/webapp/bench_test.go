@@ -45,10 +45,12 @@ func BenchmarkPages(b *testing.B) {
 		{"org", "/orgs/" + org, []string{orgR, orgR + "/guilds"}},
 		{"guild", "/guilds/" + guild, []string{guildR, orgR, guildR + "/agents"}},
 		{"agent", "/agents/" + agent, []string{agentR, guildR, orgR}},
-		{"tools", "/agents/" + agent + "/tools", []string{agentR, guildR, orgR, agentR + "/tools", "/api/bindings?scope=agent&scope_id=" + agent}},
+		{"tools", "/agents/" + agent + "/tools", []string{agentR, guildR, orgR, agentR + "/tools", "/api/bindings?scope=agent&scope_id=" + agent, "/api/mcp/servers"}},
 		{"runs", "/agents/" + agent + "/runs", []string{agentR, guildR, orgR, agentR + "/runs"}},
 		{"run", "/runs/" + run, []string{"/api/runs/" + run, agentR, guildR, orgR, "/api/runs/" + run + "/calls?limit=50"}},
 		{"issues", "/guilds/" + guild + "/issues", []string{guildR, orgR, guildR + "/issues", guildR + "/agents"}},
+		{"admin-accounts", "/admin/accounts", []string{"/api/accounts", "/api/orgs"}},
+		{"admin-audit", "/admin/audit", []string{"/api/admin/audit?limit=50"}},
 	}
 	get := func(path string) {
 		resp, body := c.get(path)

@@ -148,8 +148,14 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 		}
 		return d.Groups[i].Name < d.Groups[j].Name
 	})
-	var catalog struct {
-		Servers []orchestrator.MCPServer `json:"servers"`
+	var catalog struct { // the fields Connect is decided by (not each server's tools and schemas)
+		Servers []struct {
+			Slug, Name, Kind, Auth string
+			OAuthSetupState        string `json:"oauth_setup_state"`
+			Config                 struct {
+				MaxCoins int `json:"max_coins"`
+			} `json:"config"`
+		} `json:"servers"`
 	}
 	if d.Can && len(acc.Servers) > 0 { // which servers this app can connect (an operator's Connect)
 		if err := v.get("/api/mcp/servers", &catalog); err != nil {
@@ -158,7 +164,8 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 	}
 	connectable := map[string]bool{}
 	for _, s := range catalog.Servers {
-		connectable[s.Slug] = connectCannot(s) == ""
+		connectable[s.Slug] = connectCannot(orchestrator.MCPServer{Slug: s.Slug, Name: s.Name, Kind: s.Kind, Auth: s.Auth,
+			OAuthSetupState: s.OAuthSetupState, Config: orchestrator.ServerConfig{MaxCoins: s.Config.MaxCoins}}) == ""
 	}
 	for _, s := range acc.Servers {
 		sr := serverRow{toolRow: toolRow{Kind: orchestrator.CatalogMCP, ID: s.Slug, Name: s.Name, Field: fieldID("s", s.Slug), Binding: true,
