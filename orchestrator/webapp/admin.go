@@ -18,6 +18,7 @@ func (a *App) adminRoutes(r fiber.Router) {
 	r.Post("/admin/accounts", a.action(a.admin(a.createAccount)))
 	r.Post("/admin/invitations", a.action(a.admin(a.invite)))
 	r.Post("/admin/accounts/:id", a.action(a.admin(a.updateAccount)))
+	r.Post("/admin/roles", a.action(a.admin(a.setRole)))
 	r.Get("/admin/tokens", a.page(a.admin(a.adminTokens)))
 	r.Get("/admin/audit", a.page(a.admin(a.audit)))
 }
@@ -85,7 +86,7 @@ func (a *App) showAccounts(v *view, status int, create, invite *form, notice, in
 	if notice == "" && fail == "" {
 		pd.Notice = map[string]string{"created": "The account is created: it signs in with the password you gave it.",
 			"admin": "The account is an instance admin now.", "member": "The account is an instance admin no more.",
-			"deactivated": "The account is deactivated: its sessions and tokens stop working.", "reactivated": "The account is active again."}[v.c.Query("done")]
+			"deactivated": "The account is deactivated: its sessions and tokens stop working.", "reactivated": "The account is active again.", "role": "The role is saved."}[v.c.Query("done")]
 	}
 	return a.render(v.c, status, "admin-accounts", pd)
 }
@@ -140,6 +141,27 @@ func (a *App) updateAccount(v *view) error {
 		return err
 	}
 	return v.seeOther("/admin/accounts?done=" + change)
+}
+
+// setRole gives an account a role in an organisation (PUT /api/orgs/{id}/members/{account}), or
+// takes its role there away ("none": DELETE).
+func (a *App) setRole(v *view) error {
+	f := newForm(v.c, "account", "org", "role")
+	path := apiPath("orgs", f.Values["org"], "members", f.Values["account"])
+	var err error
+	if f.Values["role"] == "none" {
+		err = v.send(fiber.MethodDelete, path, nil, nil)
+	} else {
+		err = v.send(fiber.MethodPut, path, map[string]string{"role": f.Values["role"]}, nil)
+	}
+	if err != nil {
+		switch s := statusOf(err); s {
+		case http.StatusUnprocessableEntity, http.StatusConflict, http.StatusForbidden, http.StatusNotFound:
+			return a.showAccounts(v, s, nil, nil, "", "", messageOf(err))
+		}
+		return err
+	}
+	return v.seeOther("/admin/accounts?done=role")
 }
 
 // adminTokens lists the admin's own API tokens: the API lists each account's tokens to itself

@@ -124,6 +124,35 @@ func TestAdmin(t *testing.T) {
 		}
 	}
 
+	// A role in the organisation for Vic, then none.
+	sel := func(name, label string) {
+		if _, err := tb.role("combobox", name).SelectOption(playwright.SelectOptionValues{Labels: &[]string{label}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel("Account", "vic@example.com")
+	sel("Its role there", "operator")
+	tb.click("Save role")
+	tb.contains("The role is saved.")
+	roleOf := func(account string) string {
+		for _, m := range a.api(200, "GET", "/api/orgs/"+org+"/members", nil)["members"].([]any) {
+			if m.(map[string]any)["account_id"] == account {
+				return m.(map[string]any)["role"].(string)
+			}
+		}
+		return ""
+	}
+	if r := roleOf(vic); r != "operator" {
+		t.Fatalf("Vic's role in Acme after Save role: %q", r)
+	}
+	sel("Account", "vic@example.com")
+	sel("Its role there", "none: take its role away")
+	tb.click("Save role")
+	tb.contains("The role is saved.")
+	if r := roleOf(vic); r != "" {
+		t.Fatalf("Vic's role in Acme after none: %q", r)
+	}
+
 	// API tokens: the admin's own, made on the account page.
 	tb.go_("/account")
 	tb.fill("Token name", "ci deploys")
