@@ -61,6 +61,12 @@ func (p *Pool) open(conn Connection) (*session, error) {
 	var errs []error
 	for _, t := range order {
 		s, retry, err := p.start(ctx, conn, u, t)
+		if err != nil && dropped(err) && ctx.Err() == nil {
+			// A kept-alive connection the server had just closed takes the initialize down with it
+			// (a POST is not retried by net/http). No session exists yet, so one more try on a
+			// fresh connection is safe.
+			s, retry, err = p.start(ctx, conn, u, t)
+		}
 		if err == nil {
 			return s, nil
 		}
@@ -346,6 +352,12 @@ func tidy(msg string) string {
 
 // remoteError is an error whose text was scrubbed; errors.Is still sees its cause, but nothing
 // unwraps to the cause's own text.
+// dropped reports whether err is a connection the server closed before it answered.
+func dropped(err error) bool {
+	return errors.As(err, new(*remoteError)) && errors.As(err, new(*url.Error)) &&
+		(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
+}
+
 type remoteError struct {
 	msg   string
 	cause error
@@ -355,3 +367,6 @@ func (e *remoteError) Error() string { return e.msg }
 
 // Is reports whether the cause is target.
 func (e *remoteError) Is(target error) bool { return errors.Is(e.cause, target) }
+
+// Unwrap is the cause, for errors.As.
+func (e *remoteError) Unwrap() error { return e.cause }
