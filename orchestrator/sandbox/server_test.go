@@ -208,24 +208,26 @@ func TestServerEndsTheCommandsSession(t *testing.T) {
 	bw := bwrapOnly(t, nil)
 	bw.Limits.Pids = 128
 	box, _ := bw.Open(context.Background(), "agt_e")
-	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 38.6 </dev/null >/dev/null 2>&1")}})
-	_, err := box.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", "set -m; while :; do sleep 38.7 & done"}, Timeout: 1500 * time.Millisecond})
+	mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", detached("sleep 338.6 </dev/null >/dev/null 2>&1")}})
+	_, err := box.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", "set -m; while :; do sleep 338.7 & done"}, Timeout: 1500 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want the deadline, got %v", err)
 	}
-	gone(t, "sleep 38.7")
-	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "set -m; for i in 1 2 3; do sleep 38.8 & done; echo left"}})
+	gone(t, "sleep 338.7")
+	res := mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "set -m; for i in 1 2 3; do sleep 338.8 & done; echo left"}})
 	if string(res.Stdout) != "left\n" {
 		t.Fatalf("got %q %q", res.Stdout, res.Stderr)
 	}
-	gone(t, "sleep 38.8")
-	if out, _ := exec.Command("pgrep", "-f", "sleep 38.6").Output(); len(out) == 0 {
+	gone(t, "sleep 338.8")
+	if out, _ := exec.Command("pgrep", "-f", "sleep 338.6").Output(); len(out) == 0 {
 		t.Fatal("the background command in its own session did not survive the other commands' ends")
 	}
 	res = mustExec(t, box, ExecRequest{Argv: []string{"bash", "-c", "echo next"}})
 	if string(res.Stdout) != "next\n" || res.PidsRefused != 0 {
 		t.Fatalf("the next command: %q %q, %d forks refused", res.Stdout, res.Stderr, res.PidsRefused)
 	}
+	bw.Close()
+	gone(t, "sleep 338.6")
 }
 
 func TestServerRefusesBadCommands(t *testing.T) {
