@@ -26,6 +26,22 @@ const (
 const PrefixIssue = "iss"
 
 // Issue is a tooling problem an agent filed onto its guild; operators resolve it from their inbox.
+// IssueQuery selects a page of issues: a guild's (level guild) or an organisation's (level org),
+// newest first.
+type IssueQuery struct {
+	Level, Owner string
+	Status       string   // "" for every status
+	Guilds       []string // only these guilds' issues; nil for every guild of the owner
+	Limit        int      // at most this many (1 to MaxIssuePage)
+	After        string   // only issues older than this one (the previous page's last)
+}
+
+// Issue pages: the default and the most a page holds.
+const (
+	DefaultIssuePage = 100
+	MaxIssuePage     = 500
+)
+
 type Issue struct {
 	ID         string     `json:"id"`
 	OrgID      string     `json:"org_id"`
@@ -37,6 +53,9 @@ type Issue struct {
 	Status     string     `json:"status"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ResolvedAt *time.Time `json:"resolved_at"`
+	// The names of its agent and guild, on a listing (an inbox shows them without more reads).
+	AgentName string `json:"agent_name,omitempty"`
+	GuildName string `json:"guild_name,omitempty"`
 }
 
 // SecretInfo is what anyone outside the orchestrator's memory sees of a stored secret: its name and

@@ -11,7 +11,7 @@ import (
 // PlatformStore is what the platform tools' operator endpoints read and write: the issues inbox
 // the group chat and schedules (postgres.Store implements it).
 type PlatformStore interface {
-	ListIssues(ctx context.Context, level, owner, status string) ([]orchestrator.Issue, error)
+	ListIssues(ctx context.Context, q orchestrator.IssueQuery) ([]orchestrator.Issue, error)
 	ResolveIssue(ctx context.Context, id string, at time.Time) (orchestrator.Issue, error)
 	ResolveGuildIssues(ctx context.Context, guildID string, at time.Time) (int, error)
 	ListGroupMessages(ctx context.Context, guildID string, before int64, limit int) ([]orchestrator.ChatMessage, error)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func TestIssuesInbox(t *testing.T) {
 	}
 	list := e.must(200, "GET", "/api/guilds/"+guild+"/issues", nil)["issues"].([]any)
 	first := list[0].(map[string]any)
-	if first["message"] != "api 500" || first["run_id"] != run || first["status"] != "open" {
+	if first["message"] != "api 500" || first["run_id"] != run || first["status"] != "open" || first["agent_name"] != agent["name"] || first["guild_name"] == nil {
 		t.Fatalf("newest issue %v", first)
 	}
 	one := e.must(200, "POST", "/api/issues/"+first["id"].(string)+"/resolve", nil)
@@ -129,6 +130,28 @@ func TestIssuesInbox(t *testing.T) {
 	}
 	if n := count("/api/orgs/" + org + "/issues?status=open"); n != 1 {
 		t.Fatalf("the other guild's issue must stay open, got %d open", n)
+	}
+
+	// Pages: newest first, next_after on a full page, null once nothing follows.
+	var paged []string
+	for after := ""; ; {
+		out := e.must(200, "GET", "/api/orgs/"+org+"/issues?limit=2"+after, nil)
+		for _, is := range out["issues"].([]any) {
+			paged = append(paged, is.(map[string]any)["message"].(string))
+		}
+		next, _ := out["next_after"].(string)
+		if next == "" {
+			break
+		}
+		after = "&after=" + next
+	}
+	if want := []string{"x", "api 500", "result cut", "shell hung"}; !slices.Equal(paged, want) {
+		t.Fatalf("the org's issues two at a time: %q, want %q", paged, want)
+	}
+	for _, q := range []string{"limit=0", "limit=501", "limit=x", "after=iss_missing", "after=a%20b"} {
+		if st, out := e.do("GET", "/api/guilds/"+guild+"/issues?"+q, nil); st != 422 || errCode(out) != "EINVALID" {
+			t.Errorf("%s: %d %v, want 422 EINVALID", q, st, out)
+		}
 	}
 
 	st, out := e.do("GET", "/api/guilds/"+guild+"/issues?status=closed", nil)

@@ -43,18 +43,37 @@ func (s *Store) CreateIssue(ctx context.Context, i orchestrator.Issue) (orchestr
 	return out, nil
 }
 
-// ListIssues lists the issues of a guild (level guild) or an organisation (level org), newest
-// first; status "" means every status.
-func (s *Store) ListIssues(ctx context.Context, level, owner, status string) ([]orchestrator.Issue, error) {
+// ListIssues lists a page of the issues q selects, newest first. An after that names no issue of
+// the owner is an EINVALID error.
+func (s *Store) ListIssues(ctx context.Context, q orchestrator.IssueQuery) ([]orchestrator.Issue, error) {
 	col := "guild_id"
-	if level == orchestrator.LevelOrg {
+	if q.Level == orchestrator.LevelOrg {
 		col = "org_id"
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+issueColumns+" FROM issues WHERE "+col+" = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC, id DESC", owner, status)
+	if q.After != "" {
+		var ok bool
+		if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM issues WHERE id = $1 AND "+col+" = $2)", q.After, q.Owner).Scan(&ok); err != nil {
+			return nil, fmt.Errorf("list issues: %w", err)
+		}
+		if !ok {
+			return nil, orchestrator.Errorf(orchestrator.EINVALID, "after names no issue here (%.64q): pass the previous page's next_after", q.After)
+		}
+	}
+	rows, err := s.pool.Query(ctx, "SELECT i.id, i.org_id, i.guild_id, coalesce(i.agent_id, ''), coalesce(i.run_id, ''), i.kind, i.message,"+
+		" i.status, i.created_at, i.resolved_at, coalesce(a.name, ''), g.name"+
+		" FROM issues i JOIN guilds g ON g.id = i.guild_id LEFT JOIN agents a ON a.id = i.agent_id"+
+		" WHERE i."+col+" = $1 AND ($2 = '' OR i.status = $2) AND ($3::text[] IS NULL OR i.guild_id = ANY ($3))"+
+		" AND ($4 = '' OR (i.created_at, i.id) < (SELECT created_at, id FROM issues WHERE id = $4))"+
+		" ORDER BY i.created_at DESC, i.id DESC LIMIT $5",
+		q.Owner, q.Status, q.Guilds, q.After, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list issues: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Issue, error) { return scanIssue(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Issue, error) {
+		var i orchestrator.Issue
+		err := r.Scan(&i.ID, &i.OrgID, &i.GuildID, &i.AgentID, &i.RunID, &i.Kind, &i.Message, &i.Status, &i.CreatedAt, &i.ResolvedAt, &i.AgentName, &i.GuildName)
+		return i, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list issues: %w", err)
 	}

@@ -54,13 +54,23 @@ func TestIssues(t *testing.T) {
 	tb.see("heading", "Nothing open")
 	tb.none("button", "Resolve all")
 
-	// The organisation's inbox: every guild's, named.
+	// The organisation's inbox: every guild's, named; the open ones, then every one.
 	tb.go_("/orgs/" + org + "/issues")
 	tb.see("heading", "1 open")
 	tb.see("link", "Ops")
 	tb.contains("the deploy secret is missing")
+	noRow(t, tb, "web_search keeps timing out")
+	tb.follow("All")
+	tb.see("heading", "Every issue")
 	tb.contains("web_search keeps timing out")
+	if first := text(t, tb.page.GetByRole("row").Nth(1)); !contains(first, "the deploy secret is missing") {
+		t.Fatalf("the first row of every issue is %q, want the open one", first)
+	}
 	tb.check("issues-org")
+	tb.follow("Resolved")
+	tb.see("heading", "Resolved")
+	tb.contains("notion_search answers 403")
+	noRow(t, tb, "the deploy secret is missing")
 
 	a.api(200, "PUT", "/api/orgs/"+org+"/members/"+viewer, map[string]any{"role": "viewer"})
 	vt := a.signIn("vic@example.com")
@@ -71,3 +81,12 @@ func TestIssues(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// noRow fails unless no table row of the page holds text.
+func noRow(t *testing.T, tb *tab, text string) {
+	t.Helper()
+	n, err := tb.page.GetByRole("row").Filter(playwright.LocatorFilterOptions{HasText: text}).Count()
+	if err != nil || n != 0 {
+		t.Fatalf("%s: %d rows hold %q (%v), want none", tb.path(), n, text, err)
+	}
+}

@@ -43,6 +43,9 @@ func (e *pageError) Error() string { return e.msg }
 // notFound is the app's own 404 (a path that names no page).
 func notFound(msg string) error { return &pageError{status: http.StatusNotFound, msg: msg} }
 
+// badRequest is a page asked for with a query it cannot answer; msg says what to ask instead.
+func badRequest(msg string) error { return &pageError{status: http.StatusBadRequest, msg: msg} }
+
 // page wraps a page handler: the security headers, the session (no session: to sign-in, and back
 // here after), the instance (the layout's banner), and an error answered as a page of its own.
 func (a *App) page(h func(v *view) error) fiber.Handler {

@@ -56,7 +56,7 @@ func TestReportIssue(t *testing.T) {
 			}
 		})
 	}
-	list, err := store.ListIssues(ctx, orchestrator.LevelGuild, "g1", orchestrator.IssueOpen)
+	list, err := store.ListIssues(ctx, orchestrator.IssueQuery{Level: orchestrator.LevelGuild, Owner: "g1", Status: orchestrator.IssueOpen, Limit: orchestrator.DefaultIssuePage})
 	must(t, err)
 	if len(list) != 1 {
 		t.Fatalf("want exactly the one valid issue stored (nothing half-stored for bad input), got %+v", list)
