@@ -134,7 +134,7 @@ var funcs = template.FuncMap{
 	"dict":        dict,
 	"lower":       strings.ToLower,
 	"title":       titleCase,
-	"row":         rowOf,
+	"toolrow":     toolRowHTML,
 }
 
 // parseTemplates parses every page file with the layout and the parts.

@@ -20,11 +20,13 @@ func (a *App) toolRoutes(r fiber.Router) {
 	}
 }
 
-// Control values of the Inherit / On / Off control.
+// Control values of the Inherit / On / Off control, and Ask (on, with an operator's approval of
+// each call) for a tool.
 const (
 	controlInherit = "inherit"
 	controlOn      = "on"
 	controlOff     = "off"
+	controlAsk     = "ask"
 )
 
 // toolsData is the Tools view's.
@@ -50,6 +52,7 @@ type toolRow struct {
 	Binding        bool   // decided by bindings (false: by the agent's flags, or always offered)
 	Control        string // inherit, on or off: the row at this scope
 	On             bool   // what it resolves to
+	Ask            bool   // it resolves to Ask: each call waits for an operator's approval
 	From           string // the scope that decided it, for people ("guild Research"); "" when none did
 	Offered        bool   // an agent's view: offered on a direct run
 	Why            string // why it is not offered
@@ -104,7 +107,10 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 	here := map[string]string{}
 	for _, b := range rows.Bindings {
 		c := controlOff
-		if b.Enabled {
+		switch {
+		case b.Enabled && b.Ask:
+			c = controlAsk
+		case b.Enabled:
 			c = controlOn
 		}
 		here[b.CatalogKind+"/"+b.CatalogID] = c
@@ -119,7 +125,7 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 	groups := map[string]*toolGroup{}
 	for _, t := range acc.Native {
 		r := toolRow{Kind: orchestrator.CatalogNativeTool, ID: t.Name, Name: t.Name, Field: fieldID("n", t.Name), Binding: t.Binding,
-			Control: control(orchestrator.CatalogNativeTool, t.Name), On: t.Enabled, From: fromLabel(p, t.DecidedBy), Offered: t.Offered, Why: t.Reason}
+			Control: control(orchestrator.CatalogNativeTool, t.Name), On: t.Enabled, Ask: t.Ask, From: fromLabel(p, t.DecidedBy), Offered: t.Offered, Why: t.Reason}
 		r.Why = strings.TrimPrefix(r.Why, "not offered: ") // the state beside it says Not offered
 		if !t.Binding {
 			r.On = t.Offered
@@ -188,7 +194,7 @@ func (a *App) showTools(v *view, scope string, status int, notice string) error 
 		}
 		for _, t := range s.Tools {
 			tr := toolRow{Kind: orchestrator.CatalogMCPTool, ID: t.Name, Name: t.Name, Field: fieldID("t", t.Name), Binding: true,
-				Control: control(orchestrator.CatalogMCPTool, t.Name), On: t.Enabled, From: fromLabel(p, t.DecidedBy)}
+				Control: control(orchestrator.CatalogMCPTool, t.Name), On: t.Enabled, Ask: t.Ask, From: fromLabel(p, t.DecidedBy)}
 			tr.Offered = t.Enabled && s.Enabled && s.ConnectionStatus == orchestrator.ConnConnected
 			if s.ConnectionID != "" && s.ConnectionStatus == orchestrator.ConnConnected && d.Can {
 				tr.Test = "/connections/" + s.ConnectionID + "/tools/" + t.Name + "/test?" + queryOf("back", d.Action)
@@ -252,8 +258,11 @@ func (a *App) setBinding(scope string) func(v *view) error {
 		case controlOn, controlOff:
 			body["enabled"] = state == controlOn
 			err, what = v.send(fiber.MethodPut, "/api/bindings", body, nil), "is "+titleCase(state)
+		case controlAsk: // the API refuses it on a server, saying why
+			body["enabled"], body["ask"] = true, true
+			err, what = v.send(fiber.MethodPut, "/api/bindings", body, nil), "asks before each call"
 		default:
-			return &apiError{Status: http.StatusUnprocessableEntity, Code: orchestrator.EINVALID, Message: "state must be inherit, on or off, got " + quote(state)}
+			return &apiError{Status: http.StatusUnprocessableEntity, Code: orchestrator.EINVALID, Message: "state must be inherit, on, off or ask, got " + quote(state)}
 		}
 		if err != nil { // the API's reason, in the page's notice (a.fail)
 			return err
@@ -278,21 +287,12 @@ type choice struct {
 	Checked      bool
 }
 
-// Choices are the control's three options, the row's own checked.
-func (r toolRow) Choices() [3]choice {
-	return [3]choice{{controlInherit, "Inherit", r.Control == controlInherit}, {controlOn, "On", r.Control == controlOn}, {controlOff, "Off", r.Control == controlOff}}
-}
-
-// rowArgs is what the toolrow template reads: the row, the view's data, the form token, and
-// whether the row is a server's own.
-type rowArgs struct {
-	T      toolRow
-	D      toolsData
-	CSRF   string
-	Server bool
-}
-
-// rowOf builds the toolrow template's argument.
-func rowOf(t toolRow, d toolsData, csrf string, server bool) rowArgs {
-	return rowArgs{T: t, D: d, CSRF: csrf, Server: server}
+// Choices are the control's options, the row's own checked: Inherit, On and Off, and Ask for a
+// tool (a server is never Ask).
+func (r toolRow) Choices() []choice {
+	out := []choice{{controlInherit, "Inherit", r.Control == controlInherit}, {controlOn, "On", r.Control == controlOn}, {controlOff, "Off", r.Control == controlOff}}
+	if r.Kind != orchestrator.CatalogMCP {
+		out = append(out, choice{controlAsk, "Ask", r.Control == controlAsk})
+	}
+	return out
 }

@@ -102,6 +102,37 @@ func TestToolsView(t *testing.T) {
 	tb.contains("First steps")
 	tb.check("run")
 
+	// Ask at the guild: a binding row with ask; each agent's view says Ask and who decided. A
+	// server's control has no Ask.
+	tb.go_("/guilds/" + guild + "/tools")
+	if err := tb.see("radiogroup", "note_get").GetByRole("radio", playwright.LocatorGetByRoleOptions{Name: "Ask", Exact: playwright.Bool(true)}).Check(); err != nil {
+		t.Fatal(err)
+	}
+	tb.contains("note_get asks before each call at guild Research.")
+	var asks bool
+	for _, r := range a.api(200, "GET", "/api/bindings?scope=guild&scope_id="+guild, nil)["bindings"].([]any) {
+		m := r.(map[string]any)
+		asks = asks || m["catalog_id"] == "note_get" && m["enabled"] == true && m["ask"] == true
+	}
+	if !asks {
+		t.Fatal("the guild has no Ask row for note_get")
+	}
+	if n, err := tb.see("radiogroup", "Google Drive").GetByRole("radio").Count(); err != nil || n != 3 {
+		t.Fatalf("a server's control has %d choices (%v), want Inherit, On and Off", n, err)
+	}
+	tb.go_("/agents/" + other + "/tools")
+	if err := playwright.NewPlaywrightAssertions(15000).Locator(tb.page.Locator("#n-note_get")).ToContainText("Ask, from guild Research"); err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	for _, n := range a.api(200, "GET", "/api/agents/"+other+"/tools", nil)["native_tools"].([]any) {
+		m := n.(map[string]any)
+		asked = asked || m["name"] == "note_get" && m["ask"] == true
+	}
+	if !asked {
+		t.Fatal("the API's view of Other does not resolve note_get to Ask")
+	}
+
 	// Back to the guild: Inherit deletes the row.
 	tb.go_("/guilds/" + guild + "/tools")
 	if err := tb.see("radiogroup", "note_write").GetByRole("radio", playwright.LocatorGetByRoleOptions{Name: "Inherit", Exact: playwright.Bool(true)}).Check(); err != nil {
