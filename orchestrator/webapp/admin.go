@@ -9,8 +9,8 @@ import (
 	"github.com/guildsai/guilds/orchestrator"
 )
 
-// adminRoutes registers Admin, the instance admin's pages: Platform keys, Accounts, API tokens and
-// the audit log. Anyone else gets the app's 404, as the API answers them.
+// adminRoutes registers Admin, the instance admin's pages: Platform keys, the Connector catalog,
+// Accounts, API tokens and the audit log. Anyone else gets the app's 404, as the API answers them.
 func (a *App) adminRoutes(r fiber.Router) {
 	r.Get("/admin", a.page(a.admin(func(v *view) error { return v.c.Redirect("/admin/keys", http.StatusSeeOther) })))
 	r.Get("/admin/keys", a.page(a.admin(a.platformKeys)))
@@ -21,6 +21,7 @@ func (a *App) adminRoutes(r fiber.Router) {
 	r.Post("/admin/roles", a.action(a.admin(a.setRole)))
 	r.Get("/admin/tokens", a.page(a.admin(a.adminTokens)))
 	r.Get("/admin/audit", a.page(a.admin(a.audit)))
+	a.catalogRoutes(r)
 }
 
 // admin wraps an Admin page: a session that is not an instance admin's gets the app's 404.
@@ -34,7 +35,7 @@ func (a *App) admin(h func(v *view) error) func(v *view) error {
 }
 
 // adminTabs are Admin's sections.
-var adminTabs = []link{{Label: "Platform keys", Href: "/admin/keys"}, {Label: "Accounts", Href: "/admin/accounts"},
+var adminTabs = []link{{Label: "Platform keys", Href: "/admin/keys"}, {Label: "Connector catalog", Href: "/admin/catalog"}, {Label: "Accounts", Href: "/admin/accounts"},
 	{Label: "API tokens", Href: "/admin/tokens"}, {Label: "Audit log", Href: "/admin/audit"}}
 
 // adminPage is the page data of an Admin section.
