@@ -300,6 +300,12 @@ func validColumnType(t string) bool {
 	return false
 }
 
+// SingleSearchToken reports whether a search is one word without websearch operators: a record or
+// note search matches it as a substring.
+func SingleSearchToken(q string) bool {
+	return q != "" && !strings.ContainsAny(q, " \t\n\"") && !strings.HasPrefix(q, "-")
+}
+
 // ValidAccess reports whether a is none, read or write.
 func ValidAccess(a string) bool { return a == AccessNone || a == AccessRead || a == AccessWrite }
 

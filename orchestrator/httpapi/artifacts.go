@@ -19,7 +19,7 @@ type ArtifactStore interface {
 	ListCollections(ctx context.Context, level, owner string) ([]orchestrator.Collection, error)
 	GetCollection(ctx context.Context, id string) (orchestrator.Collection, error)
 	PutCollectionGrant(ctx context.Context, g orchestrator.CollectionGrant) (orchestrator.CollectionGrant, error)
-	ListRecordsForOperator(ctx context.Context, c orchestrator.Collection, limit, offset int) (int, []orchestrator.Record, error)
+	ListRecordsForOperator(ctx context.Context, c orchestrator.Collection, search string, limit, offset int) (int, []orchestrator.Record, error)
 	ListNotes(ctx context.Context, level, owner string) ([]orchestrator.Artifact, error)
 	GetNoteByID(ctx context.Context, id string) (orchestrator.Artifact, error)
 	GetMemory(ctx context.Context, agentID string) (orchestrator.Artifact, error)
@@ -224,6 +224,9 @@ func queryInt(c *fiber.Ctx, name string, def, maxV int) (int, error) {
 	return n, nil
 }
 
+// maxRecordSearch is the longest search GET /api/collections/{id}/records takes.
+const maxRecordSearch = 500
+
 func (s *Server) listRecords(c *fiber.Ctx) error {
 	store, coll, err := s.collection(c)
 	if err != nil {
@@ -237,7 +240,11 @@ func (s *Server) listRecords(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	total, recs, err := store.ListRecordsForOperator(c.UserContext(), coll, limit, offset)
+	q := strings.TrimSpace(c.Query("q"))
+	if n := utf8.RuneCountInString(q); n > maxRecordSearch {
+		return orchestrator.Errorf(orchestrator.EINVALID, "query parameter q is %d characters; at most %d", n, maxRecordSearch)
+	}
+	total, recs, err := store.ListRecordsForOperator(c.UserContext(), coll, q, limit, offset)
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,20 @@ func TestCollectionsAPI(t *testing.T) {
 	if st, out := e.do("GET", "/api/collections/"+id+"/records?limit=9999", nil); st != 422 || !strings.Contains(errMessage(out), "limit must be an integer from 0 to 500") {
 		t.Fatalf("limit: %d %v", st, out)
 	}
+	// A search: one word as a substring, else words; the total counts the matches.
+	for q, want := range map[string][]string{"thr": {"three"}, "o": {"two", "one"}, "one": {"one"}, "four": {}} {
+		got := e.must(200, "GET", "/api/collections/"+id+"/records?q="+q, nil)
+		var titles []string
+		for _, r := range got["records"].([]any) {
+			titles = append(titles, r.(map[string]any)["title"].(string))
+		}
+		if got["total"].(float64) != float64(len(want)) || strings.Join(titles, ",") != strings.Join(want, ",") {
+			t.Errorf("records?q=%s: total %v, %v; want %v", q, got["total"], titles, want)
+		}
+	}
+	if st, out := e.do("GET", "/api/collections/"+id+"/records?q="+strings.Repeat("a", 501), nil); st != 422 || !strings.Contains(errMessage(out), "q is 501 characters; at most 500") {
+		t.Fatalf("a long q: %d %v", st, out)
+	}
 }
 
 func TestNotesAndMemoryAPI(t *testing.T) {

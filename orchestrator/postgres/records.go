@@ -336,7 +336,9 @@ func readPage(q orchestrator.RecordQuery, br pgx.BatchResults, begun bool) (int,
 	return total, recs, nil
 }
 
-// ListRecordsForOperator lists a collection's live records, newest change first, with the total.
-func (s *Store) ListRecordsForOperator(ctx context.Context, c orchestrator.Collection, limit, offset int) (int, []orchestrator.Record, error) {
-	return s.QueryRecords(ctx, orchestrator.RecordQuery{Collections: map[string]string{c.ID: c.Name}, Desc: true, Limit: limit, Offset: offset, Count: true})
+// ListRecordsForOperator lists a collection's live records, newest change first, with the total:
+// every one, or those holding the words of search (one word: as a substring), as record_search finds them.
+func (s *Store) ListRecordsForOperator(ctx context.Context, c orchestrator.Collection, search string, limit, offset int) (int, []orchestrator.Record, error) {
+	return s.QueryRecords(ctx, orchestrator.RecordQuery{Collections: map[string]string{c.ID: c.Name}, Search: search, Substring: orchestrator.SingleSearchToken(search),
+		Desc: true, Limit: limit, Offset: offset, Count: true})
 }

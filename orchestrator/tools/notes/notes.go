@@ -141,7 +141,7 @@ func (t *Tools) find(ctx context.Context, c *registry.Call) (string, error) {
 		limit = DefaultFindLimit
 	}
 	query := strings.TrimSpace(in.Query)
-	single := query != "" && isSingleToken(query)
+	single := orchestrator.SingleSearchToken(query)
 	found, err := t.Store.FindNotes(ctx, orgID, guildID, agentID, query, single, limit)
 	if err != nil {
 		return "", err
@@ -282,11 +282,6 @@ func ParsePath(p string) (level, key string, err error) {
 		return "", "", orchestrator.Errorf(orchestrator.EINVALID, "path %q: %v", p, err)
 	}
 	return level, key, nil
-}
-
-// isSingleToken reports whether q is one word without websearch operators.
-func isSingleToken(q string) bool {
-	return !strings.ContainsAny(q, " \t\n\"") && !strings.HasPrefix(q, "-")
 }
 
 // snippet returns the first line of content holding a query word, else its first non-empty line,

@@ -195,7 +195,7 @@ func (t *Tools) search(ctx context.Context, c *registry.Call) (string, error) {
 	if q.Search == "" {
 		problems = append(problems, "query is empty; give words to find (record_list lists a collection without one)")
 	}
-	q.Substring = isSingleToken(q.Search)
+	q.Substring = orchestrator.SingleSearchToken(q.Search)
 	hasWhere := len(in.Where) > 0 && !isNull(in.Where)
 	if hasWhere && in.Collection == "" {
 		problems = append(problems, "where needs collection: name the collection its columns belong to")
@@ -235,11 +235,6 @@ func (t *Tools) search(ctx context.Context, c *registry.Call) (string, error) {
 	}
 	setMeta(c, "records", len(recs))
 	return answer(map[string]any{"records": recs})
-}
-
-// isSingleToken reports whether q is one word without websearch operators.
-func isSingleToken(q string) bool {
-	return q != "" && !strings.ContainsAny(q, " \t\n\"") && !strings.HasPrefix(q, "-")
 }
 
 // Hint is what an empty narrowed record_list answers with: the collection's size, newest change and columns.
