@@ -117,7 +117,7 @@ type app struct {
 	url string
 }
 
-// newApp serves an orchestrator with its app on a test database.
+// newApp serves an orchestrator with its app on a test database (its log shown when the test fails).
 func newApp(t testing.TB, env map[string]string) *app {
 	t.Helper()
 	e := map[string]string{"GUILDS_SECRET_KEY": wiretest.SecretKey, "GUILDS_SANDBOX": "local", "GUILDS_SANDBOX_NETWORK": "none"}
@@ -128,6 +128,11 @@ func newApp(t testing.TB, env map[string]string) *app {
 		e[k] = v
 	}
 	s := wiretest.Serve(t, e)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the orchestrator's log:\n%s", s.Log.String())
+		}
+	})
 	return &app{t: t, url: s.API}
 }
 

@@ -134,7 +134,7 @@ func (p place) tabs(me *session) []link {
 		out[0].Label = "Agents"
 	}
 	if p.Scope() != orchestrator.ScopeAgent {
-		out = append(out, link{Label: "Issues", Href: base + "/issues"})
+		out = append(out, link{Label: "Issues", Href: base + "/issues"}, link{Label: "Collections", Href: base + "/collections"})
 	}
 	operator := me.can(p.Chain(), orchestrator.RoleOperator)
 	if p.Scope() != orchestrator.ScopeAgent && operator {

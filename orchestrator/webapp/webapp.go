@@ -58,6 +58,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.testRoutes(r)
 	a.connectRoutes(r)
 	a.adminRoutes(r)
+	a.collectionRoutes(r)
 	a.accountRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
