@@ -17,7 +17,7 @@ import (
 // HTTP, in the same run, and reports page / reads as x-<page>. The data is the issue's: 3
 // organisations × 10 guilds × 10 agents (made through the API), each agent with 20 runs of 50
 // calls (one run made through the API, with its calls and issues; the rest copied from it in SQL,
-// since 300 000 calls take an hour through the API).
+// since 300 000 calls take an hour through the API), and a guild's collection of 50 records.
 func BenchmarkPages(b *testing.B) {
 	_, dsn := pgtest.NewDBWithDSN(b)
 	a := newApp(b, map[string]string{"DATABASE_URL": dsn})
@@ -46,6 +46,14 @@ func BenchmarkPages(b *testing.B) {
 	a.api(200, "POST", "/api/runs/"+run+"/close", nil)
 	copies := copyRun(b, dsn, run)
 	fmt.Printf("BenchmarkPages data: 3 orgs, 30 guilds, 300 agents, %d runs, %d calls, %d issues\n", copies.runs, copies.calls, copies.issues)
+	records := a.api(201, "POST", "/api/agents/"+agent+"/runs", map[string]any{"kind": "direct"})["id"].(string) // not copied
+	coll := a.api(201, "POST", "/api/guilds/"+guild+"/collections", map[string]any{"name": "tasks",
+		"columns": []map[string]any{{"name": "title", "type": "text"}, {"name": "points", "type": "number"}}})["id"].(string)
+	for i := 0; i < 50; i++ {
+		a.api(200, "POST", "/api/runs/"+records+"/calls", map[string]any{"name": "record_add", "arguments": map[string]any{"collection": "tasks",
+			"body": map[string]any{"title": fmt.Sprintf("task %d", i), "points": i}}})
+	}
+	a.api(200, "POST", "/api/runs/"+records+"/close", nil)
 	c := a.newClient("ada@example.com")
 	common := []string{"/api/sessions/current", "/api/instance"}
 	orgR, guildR, agentR := "/api/orgs/"+org, "/api/guilds/"+guild, "/api/agents/"+agent
@@ -64,6 +72,9 @@ func BenchmarkPages(b *testing.B) {
 		{"org-issues", "/orgs/" + org + "/issues", []string{orgR, orgR + "/issues?limit=50&status=open"}},
 		{"admin-accounts", "/admin/accounts", []string{"/api/accounts", "/api/orgs"}},
 		{"admin-audit", "/admin/audit", []string{"/api/admin/audit?limit=50"}},
+		{"admin-catalog", "/admin/catalog", []string{"/api/admin/mcp/servers"}},
+		{"collections", "/guilds/" + guild + "/collections", []string{guildR, orgR, guildR + "/collections"}},
+		{"collection", "/collections/" + coll, []string{"/api/collections/" + coll, guildR, orgR, guildR + "/agents", "/api/collections/" + coll + "/records?limit=50&offset=0"}},
 	}
 	get := func(path string) {
 		resp, body := c.get(path)

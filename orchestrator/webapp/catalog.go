@@ -36,8 +36,21 @@ type catalogData struct {
 	Auths   any
 }
 
-// catalogRow is one server of the catalog's list.
-type catalogRow struct{ orchestrator.MCPServer }
+// catalogRow is one server of the catalog's list: the fields the list shows (the page decodes no
+// tool's schema or description).
+type catalogRow struct {
+	Slug       string            `json:"slug"`
+	Name       string            `json:"name"`
+	URL        string            `json:"url"`
+	Auth       string            `json:"auth"`
+	Endpoints  map[string]string `json:"endpoints"`
+	Custom     bool              `json:"custom"`
+	Published  bool              `json:"published"`
+	CopySource string            `json:"copy_source"`
+	Tools      []struct {
+		Published bool `json:"published"`
+	} `json:"tools"`
+}
 
 // PublishedTools counts the server's published tools.
 func (r catalogRow) PublishedTools() int {
@@ -61,18 +74,16 @@ func (v *view) adminServers() ([]orchestrator.MCPServer, error) {
 func (a *App) catalogPage(v *view) error { return a.showCatalog(v, http.StatusOK, nil, "") }
 
 func (a *App) showCatalog(v *view, status int, create *form, fail string) error {
-	servers, err := v.adminServers()
-	if err != nil {
+	var out struct {
+		Servers []catalogRow `json:"servers"`
+	}
+	if err := v.get("/api/admin/mcp/servers", &out); err != nil {
 		return err
 	}
 	if create == nil {
 		create = &form{Values: map[string]string{"auth": orchestrator.AuthToken}, Errors: map[string]string{}}
 	}
-	rows := make([]catalogRow, len(servers))
-	for i, s := range servers {
-		rows[i] = catalogRow{s}
-	}
-	pd := v.adminPage("Connector catalog", catalogData{Servers: rows, Create: create, Auths: authKinds})
+	pd := v.adminPage("Connector catalog", catalogData{Servers: out.Servers, Create: create, Auths: authKinds})
 	pd.Error = fail
 	if fail == "" {
 		pd.Notice = map[string]string{"published": "The server is published: operators see it in their Tools view and may connect it.",
