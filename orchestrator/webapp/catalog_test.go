@@ -74,7 +74,13 @@ func TestConnectorCatalog(t *testing.T) {
 			t.Fatal("the operators' catalog still lists DexPaprika")
 		}
 	}
-	tb.click("Publish DexPaprika")
+	publish := tb.role("button", "Publish DexPaprika") // by keyboard: focused, then Enter
+	if err := publish.Focus(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.page.Keyboard().Press("Enter"); err != nil {
+		t.Fatal(err)
+	}
 	tb.contains("The server is published")
 	if adminServer(t, a, "dexpaprika")["published"] != true {
 		t.Fatal("DexPaprika is not published after Publish")
