@@ -187,7 +187,7 @@ func (a *App) editServer(v *view) error {
 	f := newForm(v.c, fields...)
 	body := map[string]any{}
 	for n, old := range map[string]string{"description": srv.Description, "limitations": srv.Limitations, "setup_hint": srv.SetupHint} {
-		if val := f.Values[n]; val != old {
+		if val := strings.ReplaceAll(f.Values[n], "\r\n", "\n"); val != old { // a browser sends a text area's lines with CRLF
 			body[n] = val
 		}
 	}

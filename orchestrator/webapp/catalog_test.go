@@ -108,9 +108,13 @@ func TestConnectorCatalog(t *testing.T) {
 		t.Fatal("a refused edit saved the limitations")
 	}
 	tb.fill("URL", "https://api.dexpaprika.com")
+	tb.fill("Description", "DEX data.\nTwo lines.") // the browser sends them with CRLF
 	tb.click("Save")
 	tb.contains("Saved.")
 	srv := adminServer(t, a, "dexpaprika")
+	if srv["description"] != "DEX data.\nTwo lines." {
+		t.Fatalf("the description after Save: %q", srv["description"])
+	}
 	if srv["limitations"] != "Edited limitations." || srv["copy_source"] != "admin" || srv["url"] != "https://api.dexpaprika.com" {
 		t.Fatalf("DexPaprika after Save: limitations %q, copy_source %v, url %v", srv["limitations"], srv["copy_source"], srv["url"])
 	}
