@@ -68,7 +68,7 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 		} else {
 			s.log().Error("GitHub callback failed", "err", err.Error())
 		}
-		return page(c, fiber.StatusBadRequest, "GitHub login failed", msg)
+		return s.landOrPage(c, fiber.StatusBadRequest, "GitHub login failed", msg)
 	}
 	if res.Redirect != "" {
 		state := in.State
@@ -80,6 +80,13 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 		return c.Redirect(res.Redirect, fiber.StatusFound)
 	}
 	if len(res.Picker) > 0 {
+		if s.GitHubPickerLanding != nil {
+			state := in.State
+			if state == "" {
+				state = in.Cookie
+			}
+			return c.Redirect(s.GitHubPickerLanding(state), fiber.StatusSeeOther)
+		}
 		var b strings.Builder
 		b.WriteString(res.Page + " Accounts:")
 		for _, in := range res.Picker {
@@ -89,9 +96,12 @@ func (s *Server) githubCallback(c *fiber.Ctx) error {
 	}
 	if res.Connection != nil {
 		c.ClearCookie(githubCookie)
+		if s.OAuthLanding != nil {
+			return c.Redirect(s.OAuthLanding(*res.Connection), fiber.StatusSeeOther)
+		}
 		return page(c, fiber.StatusOK, "Connected", res.Page+" ("+res.Connection.ID+"). You can close this tab.")
 	}
-	return page(c, fiber.StatusOK, "Waiting for approval", res.Page)
+	return s.landOrPage(c, fiber.StatusOK, "Waiting for approval", res.Page)
 }
 
 // githubStateConnection is the pending login a picker request's state (the query's, or the

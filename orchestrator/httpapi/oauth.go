@@ -24,7 +24,8 @@ func (s *Server) callbackURL(c *fiber.Ctx) string {
 // oauthCallback answers GET /api/mcp/oauth/callback: the operator's browser, back from the
 // authorization server. It carries no bearer token (state is its only key) and answers a small
 // HTML page: 200 when the login connected, 400 with the reason otherwise. It never shows a token.
-// With OAuthLanding set, a completed login instead sends the browser on to the app's page for it.
+// With OAuthLanding set, a completed login instead sends the browser on to the app's page for it;
+// with CallbackLanding set, a failed one to the app's page saying why.
 func (s *Server) oauthCallback(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "no-referrer")
@@ -42,7 +43,7 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 		} else {
 			s.log().Error("OAuth callback failed", "err", err.Error())
 		}
-		return page(c, fiber.StatusBadRequest, "Login failed", msg)
+		return s.landOrPage(c, fiber.StatusBadRequest, "Login failed", msg)
 	}
 	if s.OAuthLanding != nil {
 		return c.Redirect(s.OAuthLanding(conn), fiber.StatusSeeOther)
@@ -55,6 +56,15 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 		return page(c, fiber.StatusOK, "Signed in", what+" is signed in ("+conn.ID+"); pick its folder in the Tools view (GET /api/mcp/connections/"+conn.ID+"/drive/folders) to finish. You can close this tab.")
 	}
 	return page(c, fiber.StatusOK, "Connected", what+" is connected ("+conn.ID+"). You can close this tab.")
+}
+
+// landOrPage sends the browser to the operator app's page for a callback that connected nothing
+// (CallbackLanding), else answers the callback's own small page.
+func (s *Server) landOrPage(c *fiber.Ctx, status int, title, msg string) error {
+	if s.CallbackLanding != nil {
+		return c.Redirect(s.CallbackLanding(title, msg), fiber.StatusSeeOther)
+	}
+	return page(c, status, title, msg)
 }
 
 // page writes the callback's small HTML answer: escaped text only, never cached, framed or

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/connections"
 )
 
 // connectRoutes registers Connect at an organisation, a guild and an agent (a token form built
@@ -21,6 +22,7 @@ func (a *App) connectRoutes(r fiber.Router) {
 	r.Get("/connections/:id", a.page(a.connection))
 	r.Post("/connections/:id/refresh", a.action(a.refreshConnection))
 	r.Post("/connections/:id/delete", a.action(a.deleteConnection))
+	a.pickerRoutes(r)
 }
 
 // connectData is the Connect page's: the server, its form, and how it connects.
@@ -30,8 +32,9 @@ type connectData struct {
 	Fields []credField
 	Form   *form
 	Action string
-	OAuth  bool   // connects by a redirect to the provider
-	Cannot string // why this page cannot connect it (not set up, not offered here); "" when it can
+	OAuth  bool        // connects by a redirect to the provider (an OAuth login, the GitHub App's install)
+	Coins  *coinPicker // Pinned prices: its coins, picked here
+	Cannot string      // why this page cannot connect it (not set up, not offered here); "" when it can
 }
 
 // credField is one field of a server's token form.
@@ -54,16 +57,14 @@ func secretField(f orchestrator.CredentialField) bool {
 	return false
 }
 
-// connectCannot says why this app cannot connect a server ("" when it can): the GitHub App's
-// install, Pinned prices' coin picker, an OAuth client not configured, a server that takes no login.
+// connectCannot says why this app cannot connect a server ("" when it can): its OAuth client or
+// GitHub App not configured, or a server that takes no login.
 func connectCannot(srv orchestrator.MCPServer) string {
 	switch {
-	case srv.Kind == orchestrator.ServerGitHub:
-		return srv.Name + " connects by installing the box's GitHub App, which this page does not offer yet."
+	case srv.OAuthSetupState == "unsupported" && srv.Kind == orchestrator.ServerGitHub:
+		return srv.Name + " is not set up on this box: the box's GitHub App is not configured."
 	case srv.OAuthSetupState == "unsupported":
 		return srv.Name + " is not set up on this box: its OAuth client is not configured."
-	case srv.Config.MaxCoins > 0:
-		return srv.Name + " connects with its coin picker, which this page does not offer yet; POST /api/mcp/connections with its coins."
 	case srv.Auth == orchestrator.AuthOAuth, srv.Auth == orchestrator.AuthToken:
 		return ""
 	case srv.Auth == orchestrator.AuthNone && srv.Kind == orchestrator.ServerRemote:
@@ -89,10 +90,12 @@ func (v *view) server(slug string) (orchestrator.MCPServer, error) {
 }
 
 func (a *App) connectPage(scope string) func(v *view) error {
-	return func(v *view) error { return a.showConnect(v, scope, http.StatusOK, nil) }
+	return func(v *view) error { return a.showConnect(v, scope, http.StatusOK, nil, nil) }
 }
 
-func (a *App) showConnect(v *view, scope string, status int, f *form) error {
+// showConnect shows the Connect page, with a refused form's values and messages (and Pinned
+// prices' coins as chosen) when f is not nil.
+func (a *App) showConnect(v *view, scope string, status int, f *form, coins []orchestrator.Coin) error {
 	p, err := v.placeOf(scope, v.c.Params("id"))
 	if err != nil {
 		return err
@@ -115,6 +118,12 @@ func (a *App) showConnect(v *view, scope string, status int, f *form) error {
 		}
 	}
 	d.OAuth = d.Cannot == "" && srv.Auth == orchestrator.AuthOAuth
+	if srv.Config.MaxCoins > 0 && d.Cannot == "" {
+		d.Coins = &coinPicker{Chosen: coins, Error: f.Errors["coins"], Max: srv.Config.MaxCoins, Search: d.Action + "/coins", Before: true}
+		if d.Coins.Chosen == nil {
+			d.Coins.Chosen = []orchestrator.Coin{}
+		}
+	}
 	for _, cf := range srv.Config.Fields {
 		fd := credField{CredentialField: cf, Secret: secretField(cf), Error: f.Errors[cf.Name]}
 		if !fd.Secret {
@@ -146,6 +155,9 @@ func (a *App) connect(scope string) func(v *view) error {
 		for _, cf := range srv.Config.Fields {
 			names = append(names, cf.Name)
 		}
+		if srv.Config.MaxCoins > 0 {
+			names = append(names, "coins")
+		}
 		f := newForm(v.c, names...)
 		creds := map[string]string{}
 		for _, cf := range srv.Config.Fields {
@@ -154,7 +166,15 @@ func (a *App) connect(scope string) func(v *view) error {
 				f.forget(cf.Name)
 			}
 		}
+		var coins []orchestrator.Coin
 		body := map[string]any{"server": srv.Slug, "scope": scope, "scope_id": p.ID(), "credentials": creds, "account_hint": f.Values["account_hint"]}
+		if srv.Config.MaxCoins > 0 { // Pinned prices: the coins picked, beside the key
+			var err error
+			if coins, err = formCoins(v.c); err != nil {
+				return err
+			}
+			body["coins"] = coins
+		}
 		var out struct {
 			orchestrator.Connection
 			Conn             *orchestrator.Connection `json:"connection"`
@@ -162,10 +182,10 @@ func (a *App) connect(scope string) func(v *view) error {
 		}
 		if err := v.send(fiber.MethodPost, "/api/mcp/connections", body, &out); err != nil {
 			return a.refused(v, err, f, func(status int) error {
-				if f.Error != "" && len(srv.Config.Fields) == 1 { // a refused key: beside the one field
+				if f.Error != "" && len(srv.Config.Fields) == 1 && f.Errors["coins"] == "" { // a refused key: beside the one field
 					f.Errors[srv.Config.Fields[0].Name], f.Error = f.Error, ""
 				}
-				return a.showConnect(v, scope, status, f)
+				return a.showConnect(v, scope, status, f, coins)
 			})
 		}
 		if out.AuthorizationURL != "" { // the provider's page; its callback lands on the login's page
@@ -183,25 +203,37 @@ func LoginPage(conn orchestrator.Connection) string {
 
 // connectionData is a login's page.
 type connectionData struct {
-	Place place
-	Conn  orchestrator.Connection
-	Tools []orchestrator.ListedTool
-	Diff  *orchestrator.ListingDiff // the last Refresh's
-	Can   bool
+	Place   place
+	Conn    orchestrator.Connection
+	Tools   []orchestrator.ListedTool
+	Diff    *orchestrator.ListingDiff // the last Refresh's
+	Can     bool
+	Coins   *coinPicker   // a Pinned prices login: its coins, changed here
+	Folders *folderPicker // a pending Drive login: its folder, picked here
+	Repos   *repoPicker   // a connected GitHub login: its repositories, picked here
 }
 
 func (a *App) connection(v *view) error {
 	notice := ""
-	switch v.c.Query("login") {
-	case orchestrator.ConnConnected:
+	q := v.c.Queries()
+	switch {
+	case q["login"] == orchestrator.ConnConnected:
 		notice = "Signed in: the login is connected, and its tools are listed below."
-	case orchestrator.ConnPending:
-		notice = "Signed in: the login still needs its settings (such as Drive's folder) before it connects; the API's picker routes set them."
+	case q["login"] == orchestrator.ConnPending:
+		notice = "Signed in: the login still needs its settings before it connects; pick them below."
+	case q["pinned"] != "":
+		notice = "The coins are saved: " + q["pinned"] + " pinned, quoted at the start of every run."
+	case q["folder"] != "":
+		notice = "The login is confined to the folder " + q["folder"] + " and connected; its tools are listed below."
+	case q["repositories"] != "":
+		notice = "The repositories are saved: " + q["repositories"] + " picked."
 	}
-	return a.showConnection(v, http.StatusOK, nil, notice, "")
+	return a.showConnection(v, http.StatusOK, nil, notice, "", nil)
 }
 
-func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff, notice, fail string) error {
+// showConnection shows a login's page: its state, its pickers (with a refused picker's choice and
+// the API's message when f is not nil) and its listed tools.
+func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff, notice, fail string, f *connectionForm) error {
 	var conn orchestrator.Connection
 	if err := v.get(apiPath("mcp", "connections", v.c.Params("id")), &conn); err != nil {
 		return err
@@ -217,11 +249,105 @@ func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff
 		return err
 	}
 	d := connectionData{Place: p, Conn: conn, Tools: out.Tools, Diff: diff, Can: v.me.can(p.Chain(), orchestrator.RoleOperator)}
+	if f == nil {
+		f = &connectionForm{}
+	}
+	if d.Can {
+		if err := v.pickers(&d, f); err != nil {
+			return err
+		}
+	}
 	pd := v.at(p, "Tools", conn.Server+" login · "+p.Name(), d)
 	pd.Heading = conn.Server + " login"
 	pd.Crumbs = append(pd.Crumbs, link{Label: p.Name(), Href: p.Href()})
 	pd.Notice, pd.Error = notice, fail
 	return a.render(v.c, status, "connection", pd)
+}
+
+// pickers fills a login's pickers: Pinned prices' coins, a pending Drive login's folders (under
+// the folder the page opened), a connected GitHub login's repositories with its selection.
+func (v *view) pickers(d *connectionData, f *connectionForm) error {
+	conn := d.Conn
+	switch {
+	case conn.Server == connections.PinnedPricesSlug:
+		srv, err := v.server(conn.Server)
+		if err != nil {
+			return err
+		}
+		chosen := pinnedCoins(conn)
+		if f.Coins != nil {
+			chosen = f.Coins
+		}
+		d.Coins = &coinPicker{Chosen: chosen, Error: f.CoinsError, Max: srv.Config.MaxCoins, Search: "/connections/" + conn.ID + "/coins"}
+	case conn.Server == connections.DriveSlug && conn.Status == orchestrator.ConnPending:
+		fp := &folderPicker{Parent: v.c.Query("parent"), ParentName: v.c.Query("in"), Chosen: f.Folder, Error: f.FolderErr}
+		if fp.Parent == "" {
+			fp.Parent = v.c.FormValue("parent")
+			fp.ParentName = v.c.FormValue("in")
+		}
+		var out struct {
+			Folders []connections.DriveFolder `json:"folders"`
+		}
+		path := apiPath("mcp", "connections", conn.ID, "drive", "folders")
+		if fp.Parent != "" {
+			path += "?" + queryOf("parent", fp.Parent)
+		}
+		if err := v.get(path, &out); err != nil {
+			if statusOf(err) >= 500 || statusOf(err) == http.StatusNotFound {
+				return err
+			}
+			fp.Error = messageOf(err)
+		}
+		fp.Folders = out.Folders
+		d.Folders = fp
+	case conn.Server == "github" && conn.Status == orchestrator.ConnConnected:
+		rp := &repoPicker{Selected: map[string]bool{}, Error: f.ReposError}
+		var out struct {
+			Repos []orchestrator.GitHubRepository `json:"repositories"`
+		}
+		if err := v.get(apiPath("mcp", "connections", conn.ID, "github", "repositories"), &out); err != nil {
+			if statusOf(err) >= 500 && statusOf(err) != http.StatusBadGateway || statusOf(err) == http.StatusNotFound {
+				return err
+			}
+			rp.Error = messageOf(err)
+		}
+		rp.Repos = out.Repos
+		if f.Repos != nil {
+			for _, u := range f.Repos {
+				rp.Selected[u] = true
+			}
+		} else {
+			sel, err := v.selection(conn)
+			if err != nil {
+				return err
+			}
+			for _, r := range sel {
+				rp.Selected[r.URL] = true
+			}
+		}
+		d.Repos = rp
+	}
+	return nil
+}
+
+// selection is a GitHub login's selected repositories, as its owner's Tools view reads them.
+func (v *view) selection(conn orchestrator.Connection) ([]orchestrator.GitHubRepo, error) {
+	coll := map[string]string{orchestrator.ScopeOrg: "orgs", orchestrator.ScopeGuild: "guilds", orchestrator.ScopeAgent: "agents"}[conn.Scope]
+	var acc struct {
+		Servers []struct {
+			ConnectionID string                    `json:"connection_id"`
+			Repos        []orchestrator.GitHubRepo `json:"github_repositories"`
+		} `json:"mcp_servers"`
+	}
+	if err := v.get(apiPath(coll, conn.ScopeID, "tools"), &acc); err != nil {
+		return nil, err
+	}
+	for _, s := range acc.Servers {
+		if s.ConnectionID == conn.ID {
+			return s.Repos, nil
+		}
+	}
+	return nil, nil
 }
 
 // refreshConnection relists the login's tools now (POST /api/mcp/connections/{id}/refresh) and
@@ -231,7 +357,7 @@ func (a *App) refreshConnection(v *view) error {
 	if err := v.send(fiber.MethodPost, apiPath("mcp", "connections", v.c.Params("id"), "refresh"), nil, &diff); err != nil {
 		switch statusOf(err) {
 		case http.StatusConflict, http.StatusBadGateway, http.StatusUnprocessableEntity:
-			return a.showConnection(v, statusOf(err), nil, "", messageOf(err))
+			return a.showConnection(v, statusOf(err), nil, "", messageOf(err), nil)
 		}
 		return err
 	}
@@ -239,7 +365,7 @@ func (a *App) refreshConnection(v *view) error {
 	if n := len(diff.Added) + len(diff.Removed) + len(diff.Changed); n > 0 {
 		notice = "The tool list is refreshed: " + strconv.Itoa(len(diff.Added)) + " added, " + strconv.Itoa(len(diff.Removed)) + " removed, " + strconv.Itoa(len(diff.Changed)) + " changed."
 	}
-	return a.showConnection(v, http.StatusOK, &diff, notice, "")
+	return a.showConnection(v, http.StatusOK, &diff, notice, "", nil)
 }
 
 // deleteConnection disconnects and deletes the login (DELETE /api/mcp/connections/{id}): its

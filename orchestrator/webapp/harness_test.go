@@ -19,7 +19,16 @@ import (
 	"github.com/mxschmitt/playwright-go"
 )
 
-var update = flag.Bool("update", false, "rewrite the screenshots of the views in docs/screenshots")
+// -update rewrites the screenshots of the views in docs/screenshots. adapterstest (whose loopback
+// CoinGecko the picker tests use) defines the same flag for its golden files: one flag serves both.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the screenshots of the views in docs/screenshots")
+	}
+}
+
+// updating reports whether -update was given.
+func updating() bool { return flag.Lookup("update").Value.String() == "true" }
 
 // repoRoot is the checkout's root, two levels above this package.
 var repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
@@ -115,6 +124,8 @@ func startBrowser(t testing.TB) playwright.Browser {
 type app struct {
 	t   testing.TB
 	url string
+	// anyCert: the app's tabs accept any certificate (a loopback fake's own, as the fake GitHub's).
+	anyCert bool
 }
 
 // newApp serves an orchestrator with its app on a test database (its log shown when the test fails).
@@ -194,6 +205,8 @@ func (a *app) open() *tab {
 		BaseURL:  playwright.String(a.url),
 		Viewport: &playwright.Size{Width: 1280, Height: 800},
 		Locale:   playwright.String("en-GB"),
+
+		IgnoreHttpsErrors: playwright.Bool(a.anyCert),
 	})
 	if err != nil {
 		a.t.Fatal(err)
@@ -381,7 +394,7 @@ func (tb *tab) check(name string) {
 		tb.t.Errorf("%s (%s): console error: %s", name, tb.path(), e)
 	}
 	path := filepath.Join(tb.t.TempDir(), name+".png")
-	if *update {
+	if updating() {
 		path = filepath.Join(repoRoot, "docs", "screenshots", name+".png")
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			tb.t.Fatal(err)
@@ -408,7 +421,7 @@ func (tb *tab) check(name string) {
 func (tb *tab) shotOf(name string, l playwright.Locator) {
 	tb.t.Helper()
 	path := filepath.Join(tb.t.TempDir(), name+".png")
-	if *update {
+	if updating() {
 		path = filepath.Join(repoRoot, "docs", "screenshots", name+".png")
 	}
 	if _, err := l.Screenshot(playwright.LocatorScreenshotOptions{Path: playwright.String(path)}); err != nil {

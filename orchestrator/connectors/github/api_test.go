@@ -70,16 +70,27 @@ func githubServeLog(t *testing.T, f *githubtest.Fake, backend string) (string, *
 	return api, s.Log
 }
 
-// browse follows a URL the way the operator's browser does (cookies kept) and returns the last page.
+// browse follows a URL the way the operator's browser does (cookies kept) up to serve's callback,
+// and returns its answer: the callback's redirect into the operator app (its Location, a path of
+// the app) or the last page's body.
 func browse(t *testing.T, f *githubtest.Fake, jar http.CookieJar, u string) (int, string) {
 	t.Helper()
 	c := f.Server.Client()
 	c.Jar = jar
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if last := via[len(via)-1].URL; last.Path == "/api/mcp/oauth/callback" && req.URL.Host == last.Host {
+			return http.ErrUseLastResponse // the callback's redirect into the app: not followed
+		}
+		return nil
+	}
 	resp, err := c.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSeeOther {
+		return resp.StatusCode, resp.Header.Get("Location")
+	}
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
@@ -140,8 +151,8 @@ func gitHubFlow(t *testing.T, f *githubtest.Fake, backend string) {
 	}
 	conn := out["connection"].(map[string]any)["id"].(string)
 	jar, _ := cookiejar.New(nil)
-	if st, page := browse(t, f, jar, authURL); st != 200 || !strings.Contains(page, "Connected") {
-		t.Fatalf("callback page %d %s", st, page)
+	if st, loc := browse(t, f, jar, authURL); st != 303 || loc != "/connections/"+conn+"?login=connected" {
+		t.Fatalf("the callback's answer %d %s, want the operator app's page for the login", st, loc)
 	}
 	c := wiretest.Must(t, 200, "GET", base+"/api/mcp/connections/"+conn, nil)
 	if c["status"] != "connected" || c["account_hint"] != "acme" {
@@ -260,8 +271,12 @@ func TestGitHubCallbackHops(t *testing.T) {
 	f.Mu.Unlock()
 	out := wiretest.Must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "org", "scope_id": org})
 	jar, _ := cookiejar.New(nil)
-	if st, page := browse(t, f, jar, out["authorization_url"].(string)); st != 200 || !strings.Contains(page, "Connected") || !strings.Contains(page, "acme") {
-		t.Fatalf("setup redirect and cookie: %d %s", st, page)
+	first := out["connection"].(map[string]any)["id"].(string)
+	if st, loc := browse(t, f, jar, out["authorization_url"].(string)); st != 303 || loc != "/connections/"+first+"?login=connected" {
+		t.Fatalf("setup redirect and cookie: %d %s", st, loc)
+	}
+	if c := wiretest.Must(t, 200, "GET", base+"/api/mcp/connections/"+first, nil); c["status"] != "connected" || c["account_hint"] != "acme" {
+		t.Fatalf("after the setup redirect %v", c)
 	}
 	f.Mu.Lock()
 	f.SetupRedirect, f.DropState = false, false
@@ -274,11 +289,11 @@ func TestGitHubCallbackHops(t *testing.T) {
 	if !strings.HasPrefix(authURL, f.WebURL()+"/login/oauth/authorize?") {
 		t.Fatalf("second connect: %v", out)
 	}
-	if st, page := browse(t, f, jar, authURL); st != 200 || !strings.Contains(page, "Pick a GitHub account") || !strings.Contains(page, "installation 62") {
-		t.Fatalf("picker page %d %s", st, page)
-	}
 	u, _ := url.Parse(authURL)
 	state := u.Query().Get("state")
+	if st, loc := browse(t, f, jar, authURL); st != 303 || loc != "/github/installations?state="+url.QueryEscape(state) {
+		t.Fatalf("the callback's answer %d %s, want the operator app's installation picker", st, loc)
+	}
 	list := wiretest.Must(t, 200, "GET", base+"/api/mcp/oauth/github-installation?state="+url.QueryEscape(state), nil)
 	if n := len(list["installations"].([]any)); n != 2 {
 		t.Fatalf("picker %v", list)
@@ -295,14 +310,14 @@ func TestGitHubCallbackHops(t *testing.T) {
 	out = wiretest.Must(t, 201, "POST", base+"/api/mcp/connections", map[string]any{"server": "github", "scope": "agent", "scope_id": agent})
 	u, _ = url.Parse(out["authorization_url"].(string))
 	st, page := browse(t, f, jar, base+"/api/mcp/oauth/callback?setup_action=request&state="+url.QueryEscape(u.Query().Get("state")))
-	if st != 200 || !strings.Contains(page, "approval") {
-		t.Fatalf("request page %d %s", st, page)
+	if st != 303 || !strings.HasPrefix(page, "/connect/result?r=") {
+		t.Fatalf("the callback's answer to a request %d %s, want the operator app's page saying why", st, page)
 	}
 	if c := wiretest.Must(t, 200, "GET", base+"/api/mcp/connections/"+out["connection"].(map[string]any)["id"].(string), nil); c["status"] != "pending" {
 		t.Fatalf("after a request %v", c)
 	}
 	// A forged state is refused.
-	if st, page := browse(t, f, jar, base+"/api/mcp/oauth/callback?code=x&state=forged"); st != 400 {
+	if st, page := browse(t, f, jar, base+"/api/mcp/oauth/callback?code=x&state=forged"); st != 303 || !strings.HasPrefix(page, "/connect/result?r=") {
 		t.Fatalf("forged state %d %s", st, page)
 	}
 }

@@ -67,4 +67,32 @@
     }
     return ok;
   }
+  // The coin picker: a ticked search result joins the chosen coins (and keeps the focus), so a
+  // new search keeps it; Enter in the search box searches instead of sending the form.
+  document.addEventListener("change", function (e) {
+    var box = e.target;
+    if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked) return;
+    var results = box.closest("[data-coin-results]");
+    if (!results) return;
+    var chosen = document.getElementById(results.dataset.coinResults);
+    if (!chosen) return;
+    chosen.querySelectorAll("input[name='coin']").forEach(function (o) {
+      if (o.value === box.value && o !== box) o.closest(".check").remove();
+    });
+    chosen.appendChild(box.closest(".check"));
+    box.focus();
+    countCoins(chosen);
+  });
+  document.addEventListener("change", function (e) {
+    var chosen = e.target instanceof Element ? e.target.closest("[data-coins-chosen]") : null;
+    if (chosen) countCoins(chosen);
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && e.target instanceof HTMLInputElement && e.target.hasAttribute("data-search")) e.preventDefault();
+  });
+
+  function countCoins(chosen) {
+    var out = document.getElementById("coins-count");
+    if (out) out.textContent = chosen.querySelectorAll("input[name='coin']:checked").length + " chosen.";
+  }
 })();

@@ -158,16 +158,17 @@ func Build(ctx context.Context, cfg config.Config, o Options) (_ *Graph, err err
 	g.Metrics = newMetrics(o.Pool, boxes)
 	g.Runs.Observe = g.Metrics.observeCall
 	files := sandbox.Workspace{Provider: boxes, UploadMax: cfg.UploadMax, ImportMax: cfg.ImportMax}
+	app := &webapp.App{Log: log} // the operator app, mounted below: the provider callbacks land on its pages
 	g.API = &httpapi.Server{Scopes: store, Runs: g.Runs, Bindings: cat, Artifacts: store, Files: files, Platform: store, Secrets: sec, GitHub: gh,
 		SecretKeySource: o.KeySource, Integrations: cfg.Integrations, PublicBaseURL: cfg.PublicBaseURL,
 		Sandbox: reporter(boxes), Health: health{db: o.Monitor, box: boxes}, Metrics: g.Metrics.handler(), OnError: g.Metrics.observeError, Log: log,
 		Identity: ids, Accounts: store, Places: &identity.Places{Store: store}, Audit: g.Audit, SSO: singleSignOn(cfg, store, ids, log),
-		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals, MCPSessionIdle: cfg.MCPSessionIdle, OAuthLanding: webapp.LoginPage}
+		Events: g.Events, Webhooks: g.Events, Approvals: g.Approvals, MCPSessionIdle: cfg.MCPSessionIdle, OAuthLanding: webapp.LoginPage,
+		CallbackLanding: app.CallbackPage, GitHubPickerLanding: webapp.GitHubPickerPage}
 	g.App = httpapi.New(g.API)
 	g.watchRuns(ctx, o)
 	// The operator app, on the API's listener at /: it calls the API in process, through the same
 	// handler (and so the same guard) as any other client.
-	app := &webapp.App{Log: log}
 	app.Mount(g.App)
 	app.API = webapp.API(g.App.Handler())
 	return g, nil
