@@ -62,7 +62,7 @@ func (s *Server) oauthCallback(c *fiber.Ctx) error {
 // (CallbackLanding), else answers the callback's own small page.
 func (s *Server) landOrPage(c *fiber.Ctx, status int, title, msg string) error {
 	if s.CallbackLanding != nil {
-		return c.Redirect(s.CallbackLanding(title, msg), fiber.StatusSeeOther)
+		return c.Redirect(s.CallbackLanding(status >= fiber.StatusBadRequest, title, msg), fiber.StatusSeeOther)
 	}
 	return page(c, status, title, msg)
 }

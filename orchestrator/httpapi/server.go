@@ -58,10 +58,10 @@ type Server struct {
 	// path it returns must hold no code, token or verifier.
 	OAuthLanding func(conn orchestrator.Connection) string
 	// CallbackLanding, when set, is where a provider callback that connected nothing (a refused or
-	// failed login, a GitHub install waiting for approval) sends the browser, given the title and
-	// message its own small page would show (the operator app keeps them and answers its page's
-	// path, which must hold neither).
-	CallbackLanding func(title, msg string) string
+	// failed login, a GitHub install waiting for approval) sends the browser, given whether it
+	// failed and the title and message its own small page would show (the operator app keeps them
+	// and answers its page's path, which must hold neither).
+	CallbackLanding func(failed bool, title, msg string) string
 	// GitHubPickerLanding, when set, is where the GitHub callback sends the browser when the user
 	// reaches several installations of the App: the operator app's picker for the Connect's state.
 	GitHubPickerLanding func(state string) string

@@ -280,7 +280,7 @@ func (v *view) pickers(d *connectionData, f *connectionForm) error {
 		}
 		d.Coins = &coinPicker{Chosen: chosen, Error: f.CoinsError, Max: srv.Config.MaxCoins, Search: "/connections/" + conn.ID + "/coins"}
 	case conn.Server == connections.DriveSlug && conn.Status == orchestrator.ConnPending:
-		fp := &folderPicker{Parent: v.c.Query("parent"), ParentName: v.c.Query("in"), Chosen: f.Folder, Error: f.FolderErr}
+		fp := &folderPicker{Parent: v.c.Query("parent"), ParentName: v.c.Query("in"), Chosen: f.Folder, Error: f.FolderError}
 		if fp.Parent == "" {
 			fp.Parent = v.c.FormValue("parent")
 			fp.ParentName = v.c.FormValue("in")

@@ -27,7 +27,7 @@ func (a *App) pickerRoutes(r fiber.Router) {
 	r.Post("/connections/:id/repositories", a.action(a.pickRepositories))
 	r.Get("/github/installations", a.page(a.installationPage))
 	r.Post("/github/installations", a.action(a.pickInstallation))
-	r.Get("/connect/result", a.page(a.callbackResult))
+	r.Get("/connect/result", a.page(a.showCallbackResult))
 }
 
 // coinPicker is Pinned prices' coin picker: the coins chosen (kept through a refusal), the last
@@ -170,12 +170,12 @@ func (a *App) pinCoins(v *view) error {
 
 // connectionForm is what a refused picker on a login's page sent, shown again with the API's message.
 type connectionForm struct {
-	Coins      []orchestrator.Coin
-	CoinsError string
-	Repos      []string // the repositories' URLs
-	ReposError string
-	Folder     string
-	FolderErr  string
+	Coins       []orchestrator.Coin
+	CoinsError  string
+	Repos       []string // the repositories' URLs
+	ReposError  string
+	Folder      string
+	FolderError string
 }
 
 // folderPicker is Drive's folder picker on a pending Drive login's page: the folders under the
@@ -199,7 +199,7 @@ func (a *App) pickFolder(v *view) error {
 	var conn orchestrator.Connection
 	if err := v.send(fiber.MethodPut, apiPath("mcp", "connections", id, "drive", "folder"), map[string]string{"id": folder}, &conn); err != nil {
 		if s := statusOf(err); s == http.StatusUnprocessableEntity || s == http.StatusBadGateway || s == http.StatusConflict {
-			return a.showConnection(v, s, nil, "", "", &connectionForm{Folder: folder, FolderErr: messageOf(err)})
+			return a.showConnection(v, s, nil, "", "", &connectionForm{Folder: folder, FolderError: messageOf(err)})
 		}
 		return err
 	}
@@ -284,28 +284,31 @@ func (a *App) pickInstallation(v *view) error {
 // callback sends the browser when the GitHub user reaches several installations.
 func GitHubPickerPage(state string) string { return "/github/installations?" + queryOf("state", state) }
 
-// callbackSep joins a callback result's title and message in the flash set.
-const callbackSep = "\x00"
+// callbackResult is a provider callback's result that connected nothing, kept for its page.
+type callbackResult struct {
+	Title, Message string
+	Failed         bool
+}
 
 // CallbackPage keeps a provider callback's result that connected nothing (a refusal, a login
 // waiting for approval) for the page it answers, and returns that page's path: the reason
 // travels in the app's memory, never in the address, and is shown once.
-func (a *App) CallbackPage(title, msg string) string {
-	return "/connect/result?" + queryOf("r", a.flash.put("", title+callbackSep+msg))
+func (a *App) CallbackPage(failed bool, title, msg string) string {
+	b, _ := json.Marshal(callbackResult{Title: title, Message: msg, Failed: failed}) // strings and a bool always encode
+	return "/connect/result?" + queryOf("r", a.flash.put("", string(b)))
 }
 
-// callbackData is the page a provider callback that connected nothing lands on.
+// callbackData is the page a provider callback that connected nothing lands on: its result, or
+// Gone when it was shown already (or is too old).
 type callbackData struct {
-	Title, Message string
-	Failed, Gone   bool
+	callbackResult
+	Gone bool
 }
 
-func (a *App) callbackResult(v *view) error {
-	d := callbackData{Title: "Login result", Gone: true}
-	if kept := a.flash.take("", v.c.Query("r")); kept != "" {
-		d.Title, d.Message, _ = strings.Cut(kept, callbackSep)
+func (a *App) showCallbackResult(v *view) error {
+	d := callbackData{callbackResult: callbackResult{Title: "Login result"}, Gone: true}
+	if kept := a.flash.take("", v.c.Query("r")); kept != "" && json.Unmarshal([]byte(kept), &d.callbackResult) == nil {
 		d.Gone = false
-		d.Failed = strings.Contains(strings.ToLower(d.Title), "failed")
 	}
 	return a.render(v.c, http.StatusOK, "callback", pageData{Title: d.Title, Me: v.me, Inst: v.inst, Nav: "Organisations", D: d})
 }

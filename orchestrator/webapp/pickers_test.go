@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/guildsai/guilds/orchestrator/connectors/adapters/adapterstest"
 	"github.com/guildsai/guilds/orchestrator/connectors/github/githubtest"
@@ -25,7 +26,7 @@ const cgKey = "CG-webapp-pro-key-51a9e2"
 // coinGecko is adapterstest's CoinGecko on loopback, its search answering the coins whose name or
 // symbol holds the query (Bitcoin, Ethereum, Dogecoin and 24 test coins, at most 20 kept by the
 // adapter) and its quotes covering every coin but Dogecoin.
-func coinGecko(t *testing.T) *adapterstest.Fake {
+func coinGecko(t testing.TB) *adapterstest.Fake {
 	f := adapterstest.CoinGecko(t, cgKey)
 	coins := []map[string]any{{"id": "bitcoin", "name": "Bitcoin", "symbol": "BTC"}, {"id": "ethereum", "name": "Ethereum", "symbol": "ETH"},
 		{"id": "dogecoin", "name": "Dogecoin", "symbol": "DOGE"}}
@@ -419,5 +420,60 @@ func TestGitHubPickers(t *testing.T) {
 	gc := a.api(200, "GET", "/api/mcp/connections?scope=guild&scope_id="+guild, nil)["connections"].([]any)
 	if len(gc) != 1 || gc[0].(map[string]any)["account_hint"] != "other" || gc[0].(map[string]any)["status"] != "connected" {
 		t.Fatalf("the guild's logins %v", gc)
+	}
+}
+
+// BenchmarkPickers times a Pinned prices login's page (its coin picker) and the picker's search
+// (the fragment htmx swaps in) against the JSON API reads each is made of, made by a client with
+// the same session over HTTP in the same run, and reports page / reads as x-<page>.
+func BenchmarkPickers(b *testing.B) {
+	cg := coinGecko(b)
+	a := newApp(b, nil)
+	a.account("ada@example.com", "Ada", true)
+	org := a.api(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})["id"].(string)
+	guild := a.api(201, "POST", "/api/orgs/"+org+"/guilds", map[string]any{"name": "Research"})["id"].(string)
+	a.api(200, "PATCH", "/api/admin/mcp/servers/pinned_prices", map[string]any{"url": cg.URL + "/api/v3"})
+	coins := []any{}
+	for i := 1; i <= 10; i++ {
+		coins = append(coins, map[string]any{"id": fmt.Sprintf("testcoin-%02d", i), "symbol": fmt.Sprintf("T%02d", i), "name": fmt.Sprintf("Testcoin %02d", i)})
+	}
+	id := a.api(201, "POST", "/api/mcp/connections", map[string]any{"server": "pinned_prices", "scope": "guild", "scope_id": guild,
+		"credentials": map[string]any{"api_key": cgKey}, "coins": coins})["id"].(string)
+	c := a.newClient("ada@example.com")
+	common := []string{"/api/sessions/current", "/api/instance"}
+	conn := "/api/mcp/connections/" + id
+	pages := []struct {
+		name, page string
+		reads      []string
+	}{
+		{"connection-coins", "/connections/" + id, []string{conn, "/api/guilds/" + guild, "/api/orgs/" + org, conn + "/tools", "/api/mcp/servers"}},
+		{"coin-search", "/connections/" + id + "/coins?q=testcoin", []string{conn + "/pinned-prices/search?q=testcoin"}},
+	}
+	get := func(path string) {
+		resp, body := c.get(path)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %d %.300s", path, resp.StatusCode, body)
+		}
+	}
+	const reps = 20
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, p := range pages {
+			get(p.page) // warm
+			var page, reads time.Duration
+			for r := 0; r < reps; r++ {
+				t0 := time.Now()
+				get(p.page)
+				t1 := time.Now()
+				for _, path := range append(append([]string(nil), common...), p.reads...) {
+					get(path)
+				}
+				page, reads = page+t1.Sub(t0), reads+time.Since(t1)
+			}
+			ratio := float64(page) / float64(reads)
+			b.ReportMetric(ratio, "x-"+p.name)
+			b.Logf("%-16s page %6.2f ms, its %d API reads %6.2f ms: %.2fx", p.name,
+				float64(page.Microseconds())/1000/reps, len(common)+len(p.reads), float64(reads.Microseconds())/1000/reps, ratio)
+		}
 	}
 }
