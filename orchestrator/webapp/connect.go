@@ -208,9 +208,10 @@ type connectionData struct {
 	Tools   []orchestrator.ListedTool
 	Diff    *orchestrator.ListingDiff // the last Refresh's
 	Can     bool
-	Coins   *coinPicker   // a Pinned prices login: its coins, changed here
-	Folders *folderPicker // a pending Drive login: its folder, picked here
-	Repos   *repoPicker   // a connected GitHub login: its repositories, picked here
+	Pinned  []orchestrator.Coin // a Pinned prices login's coins, as stored
+	Coins   *coinPicker         // a Pinned prices login: its coins, changed here (an operator's)
+	Folders *folderPicker       // a pending Drive login: its folder, picked here
+	Repos   *repoPicker         // a connected GitHub login: its repositories, picked here
 }
 
 func (a *App) connection(v *view) error {
@@ -252,6 +253,9 @@ func (a *App) showConnection(v *view, status int, diff *orchestrator.ListingDiff
 	if f == nil {
 		f = &connectionForm{}
 	}
+	if conn.Server == connections.PinnedPricesSlug {
+		d.Pinned = pinnedCoins(conn)
+	}
 	if d.Can {
 		if err := v.pickers(&d, f); err != nil {
 			return err
@@ -274,7 +278,7 @@ func (v *view) pickers(d *connectionData, f *connectionForm) error {
 		if err != nil {
 			return err
 		}
-		chosen := pinnedCoins(conn)
+		chosen := d.Pinned
 		if f.Coins != nil {
 			chosen = f.Coins
 		}

@@ -107,16 +107,19 @@ func (tb *tab) tick(name string, on bool) {
 // which a new search keeps. A coin CoinGecko does not quote is refused with the API's message
 // beside the coins, the coins kept chosen and the key never echoed; without it Connect connects
 // the login with its coins. The login's page changes them: 21 coins are refused beside the field
-// (kept), 20 are saved; a result is ticked by keyboard alone. On the same box (no GitHub App),
+// (kept), 20 are saved; a result is ticked by keyboard alone; a viewer reads the coins with no
+// picker. On the same box (no GitHub App),
 // GitHub shows Not set up with its variables and no Connect.
 func TestCoinPicker(t *testing.T) {
 	t.Parallel()
 	cg := coinGecko(t)
 	a := newApp(t, nil)
 	a.account("ada@example.com", "Ada", true)
+	viewer := a.account("vic@example.com", "Vic", false)
 	org := a.api(201, "POST", "/api/orgs", map[string]any{"name": "Acme"})["id"].(string)
 	guild := a.api(201, "POST", "/api/orgs/"+org+"/guilds", map[string]any{"name": "Research"})["id"].(string)
 	a.api(200, "PATCH", "/api/admin/mcp/servers/pinned_prices", map[string]any{"url": cg.URL + "/api/v3"})
+	a.api(200, "PUT", "/api/orgs/"+org+"/members/"+viewer, map[string]any{"role": "viewer"})
 
 	tb := a.signIn("ada@example.com")
 	tb.go_("/guilds/" + guild + "/tools")
@@ -222,6 +225,13 @@ func TestCoinPicker(t *testing.T) {
 		t.Fatalf("the saved coins %v", got)
 	}
 	tb.check("connection-coins-saved")
+
+	// A viewer reads the login's coins, with no picker and no Save.
+	vt := a.signIn("vic@example.com")
+	vt.go_("/connections/" + id)
+	vt.contains("Bitcoin (BTC), Testcoin 01 (T01)")
+	vt.none("searchbox", "Search coins")
+	vt.none("button", "Save coins")
 
 	// GitHub without its App: the Connect page says which variables to set, with no Connect.
 	tb.go_("/guilds/" + guild + "/connect/github")
