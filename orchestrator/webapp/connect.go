@@ -222,12 +222,15 @@ func (a *App) connection(v *view) error {
 		notice = "Signed in: the login is connected, and its tools are listed below."
 	case q["login"] == orchestrator.ConnPending:
 		notice = "Signed in: the login still needs its settings before it connects; pick them below."
-	case q["pinned"] != "":
-		notice = "The coins are saved: " + q["pinned"] + " pinned, quoted at the start of every run."
+	case count(q["pinned"]) != "":
+		notice = "The coins are saved: " + count(q["pinned"]) + " pinned, quoted at the start of every run."
 	case q["folder"] != "":
-		notice = "The login is confined to the folder " + q["folder"] + " and connected; its tools are listed below."
-	case q["repositories"] != "":
-		notice = "The repositories are saved: " + q["repositories"] + " picked."
+		notice = "The login is confined to the folder you picked and connected; its tools are listed below."
+		if name := plainName(q["folder"]); name != "" {
+			notice = "The login is confined to the folder " + name + " and connected; its tools are listed below."
+		}
+	case count(q["repositories"]) != "":
+		notice = "The repositories are saved: " + count(q["repositories"]) + " picked."
 	}
 	return a.showConnection(v, http.StatusOK, nil, notice, "", nil)
 }

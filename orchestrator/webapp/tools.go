@@ -79,10 +79,10 @@ func (a *App) tools(scope string) func(v *view) error {
 	return func(v *view) error {
 		notice := ""
 		switch q := v.c.Queries(); {
-		case q["connected"] != "":
-			notice = q["connected"] + " is connected here: " + q["tools"] + " tools listed, each with its control below."
-		case q["deleted"] != "":
-			notice = "The " + q["deleted"] + " login is disconnected and deleted."
+		case plainName(q["connected"]) != "" && count(q["tools"]) != "":
+			notice = plainName(q["connected"]) + " is connected here: " + count(q["tools"]) + " tools listed, each with its control below."
+		case plainName(q["deleted"]) != "":
+			notice = "The " + plainName(q["deleted"]) + " login is disconnected and deleted."
 		}
 		return a.showTools(v, scope, http.StatusOK, notice)
 	}

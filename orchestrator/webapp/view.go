@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/guildsai/guilds/orchestrator"
@@ -196,3 +198,26 @@ func secure(c *fiber.Ctx) {
 // the provider's authorization page.
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+// count is a notice's number taken from a redirect's query, "" unless it is a whole number: a
+// crafted link puts no text of its own in a page.
+func count(s string) string {
+	if n, err := strconv.Atoi(s); err != nil || n < 0 {
+		return ""
+	}
+	return s
+}
+
+// plainName is a notice's name (a server's, a folder's) taken from a redirect's query, "" unless it
+// is at most 64 letters, digits, spaces and . _ - ( ): no link or sentence of a crafted address.
+func plainName(s string) string {
+	if s == "" || len(s) > 64 {
+		return ""
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(" ._-()", r) {
+			return ""
+		}
+	}
+	return s
+}
