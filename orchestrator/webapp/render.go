@@ -31,6 +31,7 @@ type pageData struct {
 	CSRF    string
 	D       any // the view's own data
 	Heading string
+	Waiting int // approval requests waiting for the session's decision (the banner); 0 shows none
 }
 
 // link is a labelled path.
@@ -159,6 +160,9 @@ func parseTemplates() map[string]*template.Template {
 func (a *App) render(c *fiber.Ctx, status int, name string, d pageData) error {
 	if d.Me != nil && d.CSRF == "" {
 		d.CSRF = d.Me.CSRF
+	}
+	if n, ok := c.Locals(waitingLocal).(int); ok && d.Me != nil {
+		d.Waiting = n
 	}
 	if d.Heading == "" {
 		d.Heading = d.Title

@@ -19,6 +19,8 @@ type view struct {
 	me   *session
 	inst instance
 	csrf string // the token a request that changes state carries (from its form or its header)
+	// pending is the approvals banner's read, when the page made it (the inbox reuses it).
+	pending *pendingCounts
 }
 
 // get reads an API path into out.
@@ -49,7 +51,8 @@ func notFound(msg string) error { return &pageError{status: http.StatusNotFound,
 func badRequest(msg string) error { return &pageError{status: http.StatusBadRequest, msg: msg} }
 
 // page wraps a page handler: the security headers, the session (no session: to sign-in, and back
-// here after), the instance (the layout's banner), and an error answered as a page of its own.
+// here after), the instance (the layout's banner), the count of approvals waiting for the session
+// (the approvals banner), and an error answered as a page of its own.
 func (a *App) page(h func(v *view) error) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		secure(c)
@@ -57,6 +60,7 @@ func (a *App) page(h func(v *view) error) fiber.Handler {
 		if err := v.load(); err != nil {
 			return a.fail(v, err)
 		}
+		v.countWaiting()
 		if err := h(v); err != nil {
 			return a.fail(v, err)
 		}

@@ -60,6 +60,7 @@ func (a *App) Mount(r fiber.Router) {
 	a.adminRoutes(r)
 	a.collectionRoutes(r)
 	a.accountRoutes(r)
+	a.approvalRoutes(r)
 	r.Use(func(c *fiber.Ctx) error {
 		if isAPI(c.Path()) || c.Method() != fiber.MethodGet {
 			return c.Next()
@@ -73,9 +74,13 @@ func isAPI(path string) bool {
 	return path == "/api" || len(path) > 4 && path[:5] == "/api/" || path == "/healthz" || path == "/readyz" || path == "/metrics"
 }
 
-// navItems is the top navigation: Admin joins it for the instance admin.
+// navItems is the top navigation: Approvals joins it for a signed-in account, Admin for the
+// instance admin.
 func navItems(d pageData) []link {
 	out := []link{{Label: "Organisations", Href: "/orgs"}}
+	if d.Me != nil {
+		out = append(out, link{Label: "Approvals", Href: "/approvals"})
+	}
 	if d.Me != nil && d.Me.Admin {
 		out = append(out, link{Label: "Admin", Href: "/admin"})
 	}

@@ -107,6 +107,7 @@ func Serve(t testing.TB, env map[string]string) *Served {
 	served := make(chan error, 1)
 	go func() { served <- g.App.Listener(ln) }()
 	t.Cleanup(func() {
+		g.Approvals.Stop() // as serve does: calls waiting for an approval answer now, without running
 		if err := g.App.ShutdownWithTimeout(time.Minute); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
