@@ -24,7 +24,7 @@ const (
 )
 
 // How often a waiting call reads its request itself: often while the announcements are down
-// (they may be missed), rarely while they are heard (a safety net only).
+// (they may be missed), rarely while they are heard (a safety net only; Service.Recheck).
 const (
 	pollUnheard = 250 * time.Millisecond
 	pollHeard   = 5 * time.Second
@@ -49,10 +49,13 @@ type Notices interface {
 // Service makes, waits for and decides approval requests. Set its fields once, before use.
 type Service struct {
 	Store orchestrator.ApprovalStore
-	Wait  time.Duration    // how long a call waits for a decision; 0: DefaultWait
-	Beat  time.Duration    // how often a waiting call reports progress; 0: DefaultBeat
-	Now   func() time.Time // clock; nil: time.Now
-	Log   *slog.Logger     // operational log; nil discards
+	Wait  time.Duration // how long a call waits for a decision; 0: DefaultWait
+	Beat  time.Duration // how often a waiting call reports progress; 0: DefaultBeat
+	// Recheck is how often a waiting call reads its request while the announcements are heard
+	// (a safety net: an announcement ends the wait at once); 0: 5 s.
+	Recheck time.Duration
+	Now     func() time.Time // clock; nil: time.Now
+	Log     *slog.Logger     // operational log; nil discards
 
 	mu       sync.Mutex
 	waiters  map[string]chan orchestrator.Approval // by request id: a decision, or a zero value to read the row again
@@ -181,10 +184,22 @@ func (s *Service) unregister(id string) {
 	s.mu.Unlock()
 }
 
-func (s *Service) isHeard() bool {
+// Heard reports whether the announcements of decisions and expiries are being heard.
+func (s *Service) Heard() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.heard
+}
+
+// recheck is how often a waiting call reads its request itself.
+func (s *Service) recheck() time.Duration {
+	switch {
+	case !s.Heard():
+		return pollUnheard
+	case s.Recheck > 0:
+		return s.Recheck
+	}
+	return pollHeard
 }
 
 // Await stores a pending request for a started call (a's tool, run, seq, call, agent, redacted
@@ -220,11 +235,7 @@ func (s *Service) Await(ctx context.Context, a orchestrator.Approval, progress f
 	beat := time.NewTicker(s.beat())
 	defer beat.Stop()
 	for {
-		poll := pollUnheard
-		if s.isHeard() {
-			poll = pollHeard
-		}
-		pollTimer := time.NewTimer(poll)
+		pollTimer := time.NewTimer(s.recheck())
 		var got orchestrator.Approval
 		select {
 		case got = <-ch:
@@ -247,7 +258,7 @@ func (s *Service) Await(ctx context.Context, a orchestrator.Approval, progress f
 			cur, err := s.Store.GetApproval(ctx, a.ID, s.now())
 			switch {
 			case orchestrator.ErrorCode(err) == orchestrator.ENOTFOUND:
-				a.Status, a.Reason = orchestrator.ApprovalExpired, "the request was deleted with its run"
+				a.Status, a.Reason = orchestrator.ApprovalExpired, "its run was deleted (with its agent, guild or organisation) before anyone decided"
 				return a, nil
 			case err != nil:
 				s.log().Warn("reading a waited-for approval request failed; reading it again shortly", "approval_id", a.ID, "err", err.Error())

@@ -726,3 +726,58 @@ func TestSweptRunEndsItsWaits(t *testing.T) {
 		t.Fatalf("its request %v; the handler ran %d times", got, e.order.count(runID))
 	}
 }
+
+// TestDeletingAScopeEndsItsWaits: deleting the agent, guild or organisation under which a call
+// waits for an approval (with ?close_runs=true; without it the deletion is refused and the call
+// waits on) ends the wait as a decision: in the deleting transaction its request expires, saying
+// why, with an approval.decided event, and its announcement ends the call's wait. The service reads
+// a waiting request itself only once an hour here, so the call answering at all is the
+// announcement's doing; the handler never runs.
+func TestDeletingAScopeEndsItsWaits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ coll, what string }{{"agents", "agent"}, {"guilds", "guild"}, {"orgs", "organisation"}} {
+		t.Run(tc.what, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			e.approvals.Recheck = time.Hour
+			s := newAskSetup(e)
+			for deadline := time.Now().Add(30 * time.Second); !e.approvals.Heard(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the approvals service did not hear the database's announcements in 30 s")
+				}
+			}
+			runID := s.askRun["id"].(string)
+			call := e.asyncAs(asBearer(token), "POST", "/api/runs/"+runID+"/calls", map[string]any{"name": "echo", "arguments": map[string]any{"text": "doomed"}})
+			id := e.pendingOf(s.asking, 1)[0]["id"].(string)
+			scope := map[string]string{"agents": s.asking, "guilds": s.guild, "orgs": s.org}[tc.coll]
+			if st, out := e.do("DELETE", "/api/"+tc.coll+"/"+scope, nil); st != 409 {
+				t.Fatalf("DELETE with an open run: %d %v", st, out)
+			}
+			if got := e.must(200, "GET", "/api/approvals/"+id, nil); got["status"] != "pending" {
+				t.Fatalf("after a refused deletion the request is %v", got)
+			}
+			deleted := time.Now()
+			e.must(200, "DELETE", "/api/"+tc.coll+"/"+scope+"?close_runs=true", nil)
+			a := <-call
+			t.Logf("the waiting call answered %s after the deletion: %d %v", time.Since(deleted), a.status, a.body)
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			if r, _ := a.body["result"].(string); a.status == 200 && (!strings.HasPrefix(r, "ERROR:") || strings.Contains(r, "doomed")) {
+				t.Fatalf("the call of a deleted %s answered %v", tc.what, a.body)
+			}
+			if e.order.count(runID) != 0 {
+				t.Fatalf("the handler ran %d times", e.order.count(runID))
+			}
+			e.expect(404, asBearer(token), "GET", "/api/approvals/"+id, nil)
+			var status, reason string
+			if err := e.pool.QueryRow(context.Background(), `SELECT data->'approval'->>'status', data->'approval'->>'reason' FROM events
+				WHERE type = 'approval.decided' AND data->'approval'->>'id' = $1`, id).Scan(&status, &reason); err != nil {
+				t.Fatalf("the request's approval.decided event: %v", err)
+			}
+			if want := "the " + tc.what + " was deleted before anyone decided"; status != "expired" || reason != want {
+				t.Fatalf("approval.decided says %s (%q), want expired (%q)", status, reason, want)
+			}
+		})
+	}
+}

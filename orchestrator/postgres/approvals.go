@@ -196,24 +196,29 @@ func (s *Store) ExpireApproval(ctx context.Context, id, reason string, at time.T
 // ExpireRunApprovals marks the run's pending requests expired, reporting each with
 // approval.decided in the same transaction.
 func (s *Store) ExpireRunApprovals(ctx context.Context, runID, reason string, at time.Time) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE approvals a SET status = 'expired', reason = $3, decided_at = $1 WHERE a.run_id = $2 AND a.status = 'pending'
-			RETURNING `+approvalColumns, at, runID, reason)
-		if err != nil {
-			return err
-		}
-		expired, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Approval, error) { return scanApproval(r) })
-		if err != nil {
-			return err
-		}
-		evs := make([]orchestrator.Event, len(expired))
-		for i, a := range expired {
-			evs[i] = orchestrator.ApprovalDecidedEvent(a)
-		}
-		return appendEvents(ctx, tx, evs...)
-	})
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return expireApprovals(ctx, tx, "run_id", runID, reason, at) })
 	if err != nil {
 		return fmt.Errorf("expire the approval requests of run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// expireApprovals marks the pending requests whose column col (run_id, org_id, guild_id or
+// agent_id) is id expired with the reason, reporting each with approval.decided in tx; each is
+// announced once tx commits, so its waiting call answers at once on whichever replica it waits.
+func expireApprovals(ctx context.Context, tx pgx.Tx, col, id, reason string, at time.Time) error {
+	rows, err := tx.Query(ctx, `UPDATE approvals a SET status = 'expired', reason = $3, decided_at = $1 WHERE a.`+col+` = $2 AND a.status = 'pending'
+		RETURNING `+approvalColumns, at, id, reason)
+	if err != nil {
+		return err
+	}
+	expired, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orchestrator.Approval, error) { return scanApproval(r) })
+	if err != nil {
+		return err
+	}
+	evs := make([]orchestrator.Event, len(expired))
+	for i, a := range expired {
+		evs[i] = orchestrator.ApprovalDecidedEvent(a)
+	}
+	return appendEvents(ctx, tx, evs...)
 }

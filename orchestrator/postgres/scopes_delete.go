@@ -32,8 +32,8 @@ func (s *Store) DeleteAgent(ctx context.Context, id string, closeRuns bool) erro
 
 // deleteScope deletes row id of table (whose runs carry it in column col) in one transaction: the
 // row is locked first, so no run starts under it meanwhile; an open run refuses the deletion
-// (ECONFLICT naming it) unless closeRuns, which closes them for reason, reporting each; the
-// foreign keys cascade the rest.
+// (ECONFLICT naming it) unless closeRuns, which closes them for reason, reporting each; pending
+// approval requests under it expire, reported; the foreign keys cascade the rest.
 func (s *Store) deleteScope(ctx context.Context, what, table, col, id string, closeRuns bool, reason string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var found string
@@ -60,6 +60,11 @@ func (s *Store) deleteScope(ctx context.Context, what, table, col, id string, cl
 			e := orchestrator.Errorf(orchestrator.ECONFLICT, "%s %s has open runs (%s); close them first (POST /api/runs/{id}/close), or delete with ?close_runs=true, which closes them", what, id, strings.Join(open, ", "))
 			e.Fields = map[string]any{"open_runs": open}
 			return e
+		}
+		// A call waiting for an approval under it ends now, as a decision: its request expires
+		// (reported and announced) before the cascade deletes it.
+		if err := expireApprovals(ctx, tx, col, id, fmt.Sprintf("the %s was deleted before anyone decided", what), time.Now().UTC().Truncate(time.Microsecond)); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, "DELETE FROM "+table+" WHERE id = $1", id)
 		return err
