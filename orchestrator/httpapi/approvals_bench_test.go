@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/guildsai/guilds/shared/benchtest"
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // BenchmarkAskCallApproved times a call of a tool set to Ask that an automated approver approves
@@ -91,6 +94,93 @@ func BenchmarkAskCallApproved(b *testing.B) {
 		b.ReportMetric(float64(rest)/float64(on), "x_vs_on_less_approver")
 		b.Logf("Ask call approved through the API: p50 %.3f ms | the same call On: p50 %.3f ms | the approver's round trip (request made to its approve answered): p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
 			benchtest.MS(ask), benchtest.MS(on), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(on),
+			map[bool]string{true: "met", false: "NOT met"}[added <= 2*time.Millisecond])
+	}
+}
+
+// BenchmarkAskCallApprovedMCP is BenchmarkAskCallApproved through the MCP endpoints with mcp-go's
+// client: the asking agent's /mcp session calls echo (Ask at the guild) while the automated
+// approver lists the agent's pending requests through the API every millisecond and approves the
+// call's; against the same call On, made by the other agent's client on its run's
+// /api/runs/{id}/mcp, alternating in one run over loopback HTTP. What Ask adds beyond the
+// approver's round trip is the median of each Ask call less its round trip, less the On call's
+// median. Target: at most 2 ms.
+func BenchmarkAskCallApprovedMCP(b *testing.B) {
+	e := newEnv(b, nil)
+	s := newAskSetup(e)
+	base := e.serve()
+	do := apiAt(b, base)
+	key := e.must(201, "POST", "/api/agents/"+s.asking+"/keys", map[string]any{"name": "bench"})["key"].(string)
+	var run struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(do("POST", "/api/agents/"+s.onAgent+"/runs", []byte(`{"kind":"direct","tool_call_budget":100000}`)), &run); err != nil {
+		b.Fatal(err)
+	}
+	var notes progressLog
+	asking, _ := askMCPClient(b, base+"/mcp?kind=direct&tool_call_budget=100000", key, &notes)
+	on, _ := askMCPClient(b, base+"/api/runs/"+run.ID+"/mcp", run.Token, &notes)
+	ctx := context.Background()
+	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "pay 0.1 ETH to the supplier"}}}
+	call := func(c *client.Client) {
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("tools/call: %+v %v", res, err)
+		}
+	}
+	var residual, roundTrips []time.Duration
+	askCall := func() {
+		t0 := time.Now()
+		answered := make(chan struct{})
+		go func() { call(asking); close(answered) }()
+		var id string
+		for id == "" { // the automated approver: look until the request is there
+			var list struct {
+				Approvals []struct {
+					ID string `json:"id"`
+				} `json:"approvals"`
+			}
+			if err := json.Unmarshal(do("GET", "/api/agents/"+s.asking+"/approvals?status=pending&limit=1", nil), &list); err != nil {
+				b.Fatal(err)
+			}
+			if len(list.Approvals) > 0 {
+				id = list.Approvals[0].ID
+			} else {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		var d struct {
+			Status    string    `json:"status"`
+			CreatedAt time.Time `json:"created_at"`
+		}
+		if err := json.Unmarshal(do("POST", "/api/approvals/"+id+"/approve", nil), &d); err != nil || d.Status != "approved" {
+			b.Fatalf("approve %s: %+v %v", id, d, err)
+		}
+		approvedAt := time.Now()
+		<-answered
+		took, rt := time.Since(t0), approvedAt.Sub(d.CreatedAt)
+		residual, roundTrips = append(residual, took-rt), append(roundTrips, rt)
+	}
+	onCall := func() { call(on) }
+	for range 20 {
+		askCall()
+		onCall()
+	}
+	b.ResetTimer()
+	for range b.N {
+		residual, roundTrips = residual[:0], roundTrips[:0]
+		m := benchtest.Alternate(200, askCall, onCall)
+		ask, onT := m[0], m[1]
+		rt, rest := benchtest.Median(roundTrips), benchtest.Median(residual)
+		added := rest - onT
+		b.ReportMetric(benchtest.MS(ask), "ask_p50_ms")
+		b.ReportMetric(benchtest.MS(onT), "on_p50_ms")
+		b.ReportMetric(benchtest.MS(rt), "approver_rt_p50_ms")
+		b.ReportMetric(benchtest.MS(added), "added_beyond_approver_ms")
+		b.ReportMetric(float64(rest)/float64(onT), "x_vs_on_less_approver")
+		b.Logf("Ask call approved, through MCP: p50 %.3f ms | the same call On through MCP: p50 %.3f ms | the approver's round trip: p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
+			benchtest.MS(ask), benchtest.MS(onT), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(onT),
 			map[bool]string{true: "met", false: "NOT met"}[added <= 2*time.Millisecond])
 	}
 }

@@ -25,7 +25,11 @@ func benchAPI(b *testing.B, e *env) func(method, path string, body []byte) []byt
 	}
 	go func() { _ = e.app.Listener(ln) }()
 	b.Cleanup(func() { _ = e.app.Shutdown() })
-	base := "http://" + ln.Addr().String()
+	return apiAt(b, "http://"+ln.Addr().String())
+}
+
+// apiAt returns a request function for the API served at base, with the operator token.
+func apiAt(b *testing.B, base string) func(method, path string, body []byte) []byte {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	return func(method, path string, body []byte) []byte {
 		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
