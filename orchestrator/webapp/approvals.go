@@ -82,14 +82,14 @@ func (v *view) countWaiting() {
 
 // approvalsData is the inbox's, a scope's list's and one request's page's.
 type approvalsData struct {
-	Place    *place // the scope listed; nil for the inbox and one request
-	Status   string // the list's filter ("" every status)
-	Statuses []string
-	Rows     []approvalRow
-	One      *approvalRow // one request's page
-	Confirm  bool         // One's page asks to confirm its approval
-	Back     string       // the page a decision goes back to
-	Older    string       // the next (older) page's link
+	Place   *place // the scope listed; nil for the inbox and one request
+	Status  string // the list's filter ("" every status)
+	Shows   []link // a scope's filters: each status, and All
+	Rows    []approvalRow
+	One     *approvalRow // one request's page
+	Confirm bool         // One's page asks to confirm its approval
+	Back    string       // the page a decision goes back to
+	Older   string       // the next (older) page's link
 }
 
 // approvalRow is one request with the names the page shows, its arguments as the tool's form would
@@ -97,6 +97,7 @@ type approvalsData struct {
 type approvalRow struct {
 	orchestrator.Approval
 	Agent, Guild string     // names where known, else ids
+	Decider      string     // who decided, for people: "you", "the admin token", else the account's id
 	Args         []argShown // nil when withheld (a viewer)
 	Can          bool       // pending, and the session may approve or deny it
 }
@@ -105,6 +106,14 @@ type approvalRow struct {
 type argShown struct {
 	argField
 	Absent bool // the call left it out
+}
+
+// Showing is the label of the filter a scope's list shows.
+func (d approvalsData) Showing() string {
+	if d.Status == "" {
+		return "All"
+	}
+	return titleCase(d.Status)
 }
 
 // Pending reports whether the request waits for a decision.
@@ -217,7 +226,13 @@ func (v *view) approvalRows(list []orchestrator.Approval) []approvalRow {
 			}
 		}
 		r := approvalRow{Approval: ap, Agent: or(agents[ap.AgentID], ap.AgentID), Guild: or(guilds[ap.GuildID], ap.GuildID),
-			Can: ap.Status == orchestrator.ApprovalPending && v.me.can(ap.Chain(), orchestrator.RoleOperator)}
+			Can: ap.Status == orchestrator.ApprovalPending && v.me.can(ap.Chain(), orchestrator.RoleOperator), Decider: ap.DecidedBy}
+		switch ap.DecidedBy {
+		case v.me.AccountID():
+			r.Decider = "you"
+		case orchestrator.DecidedByAdmin:
+			r.Decider = "the admin token"
+		}
 		if !ap.Withheld {
 			tools, ok := schemas[ap.RunID]
 			if !ok {
@@ -311,7 +326,14 @@ func (a *App) scopeApprovals(scope string) func(v *view) error {
 		if status != "" {
 			here += "?" + queryOf("status", status)
 		}
-		d := approvalsData{Place: &p, Status: status, Statuses: orchestrator.ApprovalStatuses, Rows: v.approvalRows(out.Approvals), Back: here}
+		d := approvalsData{Place: &p, Status: status, Rows: v.approvalRows(out.Approvals), Back: here}
+		for _, st := range append(append([]string(nil), orchestrator.ApprovalStatuses...), "") {
+			l := link{Label: "All", Href: p.Href() + "/approvals"}
+			if st != "" {
+				l = link{Label: titleCase(st), Href: p.Href() + "/approvals?" + queryOf("status", st)}
+			}
+			d.Shows = append(d.Shows, l)
+		}
 		if out.NextBefore != nil {
 			older := url.Values{"before": {*out.NextBefore}}
 			if status != "" {

@@ -169,12 +169,18 @@ func TestApprovals(t *testing.T) {
 	}
 
 	// The guild's list, filtered by status.
-	tb.go_("/guilds/" + guild + "/approvals?status=denied")
-	tb.see("heading", "1 denied")
-	tb.contains("organisation notes need the owner's review")
-	tb.go_("/guilds/" + guild + "/approvals")
+	tb.go_("/approvals/" + id2)
+	tb.follow("Treasury's approvals")
+	tb.waitPath("/guilds/" + guild + "/approvals")
 	tb.see("heading", "2 requests")
 	tb.check("approvals-guild")
+	tb.follow("Denied")
+	tb.waitPath("/guilds/" + guild + "/approvals?status=denied")
+	tb.see("heading", "1 denied")
+	tb.contains("organisation notes need the owner's review")
+	tb.contains("by you")
+	tb.follow("Pending")
+	tb.see("heading", "Nothing waiting")
 
 	// A viewer: no banner, the waiting request without its arguments, no decision.
 	call = a.callAsync(run, "note_write", map[string]any{"level": "agent", "key": "todo.md", "content": "later"})
