@@ -55,7 +55,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	a.api(200, "POST", "/api/runs/"+records+"/close", nil)
 	c := a.newClient("ada@example.com")
-	common := []string{"/api/sessions/current", "/api/instance"}
+	common := []string{"/api/sessions/current", "/api/instance", "/api/approvals/pending"} // the session, the banners
 	orgR, guildR, agentR := "/api/orgs/"+org, "/api/guilds/"+guild, "/api/agents/"+agent
 	pages := []struct {
 		name, page string

@@ -143,6 +143,7 @@ func (p place) tabs(me *session) []link {
 	if p.Scope() == orchestrator.ScopeAgent {
 		out = append(out, link{Label: "Runs", Href: base + "/runs"})
 	}
+	out = append(out, link{Label: "Approvals", Href: base + "/approvals"})
 	if p.Scope() == orchestrator.ScopeAgent && operator { // a viewer never sees a secret's name
 		out = append(out, link{Label: "Secrets", Href: base + "/secrets"})
 	}
