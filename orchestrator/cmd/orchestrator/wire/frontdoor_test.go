@@ -245,19 +245,18 @@ func TestFrontDoorMCPClient(t *testing.T) {
 	}
 
 	// notifications/cancelled stops a sleep in flight: its process group is killed, the call is
-	// recorded cancelled.
+	// recorded cancelled (the sleep outlasts every guard here, so only the cancel can end it).
 	cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
 	defer ccancel()
-	started := time.Now()
 	done := make(chan error, 1)
 	var slept *mcp.CallToolResult
 	go func() {
 		var err error
-		slept, err = rawCall(cctx, c, "sleeper", "shell", map[string]any{"command": "sleep 47.31; echo woke", "timeout_seconds": 60})
+		slept, err = rawCall(cctx, c, "sleeper", "shell", map[string]any{"command": "sleep 347.31; echo woke", "timeout_seconds": 60})
 		done <- err
 	}()
 	waitFor(t, 20*time.Second, "the sleep to start", func() bool {
-		return strings.Contains(psOutput(), "sleep 47.31")
+		return strings.Contains(psOutput(), "sleep 347.31")
 	})
 	if err := c.GetTransport().SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
@@ -272,10 +271,10 @@ func TestFrontDoorMCPClient(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the cancelled sleep still runs after 30 s")
 	}
-	if took := time.Since(started); took >= 47*time.Second || strings.Contains(textOf(slept), "woke") {
-		t.Fatalf("the sleep ran to its end (%s): %q", took, textOf(slept))
+	if strings.Contains(textOf(slept), "woke") {
+		t.Fatalf("the sleep ran to its end: %q", textOf(slept))
 	}
-	waitFor(t, 10*time.Second, "the sleep's process to be gone:\n"+grepLines(psOutput(), "sleep 47.31"), func() bool { return !strings.Contains(psOutput(), "sleep 47.31") })
+	waitFor(t, 10*time.Second, "the sleep's process to be gone:\n"+grepLines(psOutput(), "sleep 347.31"), func() bool { return !strings.Contains(psOutput(), "sleep 347.31") })
 	calls := wiretest.Must(t, 200, "GET", s.API+"/api/runs/"+runID+"/calls", nil)["calls"].([]any)
 	last := calls[len(calls)-1].(map[string]any)
 	if last["name"] != "shell" || last["status"] != "cancelled" {
