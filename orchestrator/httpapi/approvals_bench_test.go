@@ -35,15 +35,28 @@ func BenchmarkAskCallApproved(b *testing.B) {
 	}
 	askRun, onRun := start(s.asking), start(s.onAgent)
 	body := []byte(`{"name":"echo","arguments":{"text":"pay 0.1 ETH to the supplier"}}`)
-	type decided struct {
-		Status    string    `json:"status"`
-		CreatedAt time.Time `json:"created_at"`
+	ask := func() {
+		var res struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(do("POST", "/api/runs/"+askRun+"/calls", body), &res); err != nil || !strings.HasPrefix(res.Result, "pay 0.1 ETH to the supplier\n\nremaining_tool_calls: ") {
+			b.Errorf("the approved call answered %q (%v)", res.Result, err)
+		}
 	}
+	benchAskApproved(b, do, s.asking, "through the API", ask, func() { do("POST", "/api/runs/"+onRun+"/calls", body) })
+}
+
+// benchAskApproved times ask, a call of a tool set to Ask for agent asking, approved by the
+// automated approver through the API (it lists the agent's pending requests every millisecond until
+// the call's appears, then approves it), against on, the same call On, alternating in one run, and
+// reports what Ask adds beyond the approver's round trip (from the request's created_at to the
+// approve request's answer): the median of each Ask call less its round trip, less on's median.
+func benchAskApproved(b *testing.B, do func(method, path string, body []byte) []byte, asking, what string, ask, on func()) {
 	var residual, roundTrips []time.Duration
 	askCall := func() {
 		t0 := time.Now()
-		answered := make(chan []byte, 1)
-		go func() { answered <- do("POST", "/api/runs/"+askRun+"/calls", body) }()
+		answered := make(chan struct{})
+		go func() { ask(); close(answered) }()
 		var id string
 		for id == "" { // the automated approver: look until the request is there
 			var list struct {
@@ -51,7 +64,7 @@ func BenchmarkAskCallApproved(b *testing.B) {
 					ID string `json:"id"`
 				} `json:"approvals"`
 			}
-			if err := json.Unmarshal(do("GET", "/api/agents/"+s.asking+"/approvals?status=pending&limit=1", nil), &list); err != nil {
+			if err := json.Unmarshal(do("GET", "/api/agents/"+asking+"/approvals?status=pending&limit=1", nil), &list); err != nil {
 				b.Fatal(err)
 			}
 			if len(list.Approvals) > 0 {
@@ -60,40 +73,37 @@ func BenchmarkAskCallApproved(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 		}
-		var d decided
+		var d struct {
+			Status    string    `json:"status"`
+			CreatedAt time.Time `json:"created_at"`
+		}
 		if err := json.Unmarshal(do("POST", "/api/approvals/"+id+"/approve", nil), &d); err != nil || d.Status != "approved" {
 			b.Fatalf("approve %s: %+v %v", id, d, err)
 		}
 		approvedAt := time.Now()
-		var res struct {
-			Result string `json:"result"`
-		}
-		if err := json.Unmarshal(<-answered, &res); err != nil || !strings.HasPrefix(res.Result, "pay 0.1 ETH to the supplier\n\nremaining_tool_calls: ") {
-			b.Fatalf("the approved call answered %q (%v)", res.Result, err)
-		}
+		<-answered
 		took, rt := time.Since(t0), approvedAt.Sub(d.CreatedAt)
 		residual, roundTrips = append(residual, took-rt), append(roundTrips, rt)
 	}
-	onCall := func() { do("POST", "/api/runs/"+onRun+"/calls", body) }
 	for range 20 {
 		askCall()
-		onCall()
+		on()
 	}
 	b.ResetTimer()
 	for range b.N {
 		residual, roundTrips = residual[:0], roundTrips[:0]
-		m := benchtest.Alternate(200, askCall, onCall)
-		ask, on := m[0], m[1]
+		m := benchtest.Alternate(200, askCall, on)
+		askT, onT := m[0], m[1]
 		rt, rest := benchtest.Median(roundTrips), benchtest.Median(residual)
-		added := rest - on
-		b.ReportMetric(benchtest.MS(ask), "ask_p50_ms")
-		b.ReportMetric(benchtest.MS(on), "on_p50_ms")
+		added := rest - onT
+		b.ReportMetric(benchtest.MS(askT), "ask_p50_ms")
+		b.ReportMetric(benchtest.MS(onT), "on_p50_ms")
 		b.ReportMetric(benchtest.MS(rt), "approver_rt_p50_ms")
 		b.ReportMetric(benchtest.MS(added), "added_beyond_approver_ms")
-		b.ReportMetric(float64(ask)/float64(on), "x_vs_on")
-		b.ReportMetric(float64(rest)/float64(on), "x_vs_on_less_approver")
-		b.Logf("Ask call approved through the API: p50 %.3f ms | the same call On: p50 %.3f ms | the approver's round trip (request made to its approve answered): p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
-			benchtest.MS(ask), benchtest.MS(on), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(on),
+		b.ReportMetric(float64(askT)/float64(onT), "x_vs_on")
+		b.ReportMetric(float64(rest)/float64(onT), "x_vs_on_less_approver")
+		b.Logf("Ask call approved %s: p50 %.3f ms | the same call On: p50 %.3f ms | the approver's round trip (request made to its approve answered): p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
+			what, benchtest.MS(askT), benchtest.MS(onT), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(onT),
 			map[bool]string{true: "met", false: "NOT met"}[added <= 2*time.Millisecond])
 	}
 }
@@ -126,61 +136,8 @@ func BenchmarkAskCallApprovedMCP(b *testing.B) {
 	call := func(c *client.Client) {
 		res, err := c.CallTool(ctx, req)
 		if err != nil || res.IsError {
-			b.Fatalf("tools/call: %+v %v", res, err)
+			b.Errorf("tools/call: %+v %v", res, err) // Errorf: it runs on the asking goroutine too
 		}
 	}
-	var residual, roundTrips []time.Duration
-	askCall := func() {
-		t0 := time.Now()
-		answered := make(chan struct{})
-		go func() { call(asking); close(answered) }()
-		var id string
-		for id == "" { // the automated approver: look until the request is there
-			var list struct {
-				Approvals []struct {
-					ID string `json:"id"`
-				} `json:"approvals"`
-			}
-			if err := json.Unmarshal(do("GET", "/api/agents/"+s.asking+"/approvals?status=pending&limit=1", nil), &list); err != nil {
-				b.Fatal(err)
-			}
-			if len(list.Approvals) > 0 {
-				id = list.Approvals[0].ID
-			} else {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		var d struct {
-			Status    string    `json:"status"`
-			CreatedAt time.Time `json:"created_at"`
-		}
-		if err := json.Unmarshal(do("POST", "/api/approvals/"+id+"/approve", nil), &d); err != nil || d.Status != "approved" {
-			b.Fatalf("approve %s: %+v %v", id, d, err)
-		}
-		approvedAt := time.Now()
-		<-answered
-		took, rt := time.Since(t0), approvedAt.Sub(d.CreatedAt)
-		residual, roundTrips = append(residual, took-rt), append(roundTrips, rt)
-	}
-	onCall := func() { call(on) }
-	for range 20 {
-		askCall()
-		onCall()
-	}
-	b.ResetTimer()
-	for range b.N {
-		residual, roundTrips = residual[:0], roundTrips[:0]
-		m := benchtest.Alternate(200, askCall, onCall)
-		ask, onT := m[0], m[1]
-		rt, rest := benchtest.Median(roundTrips), benchtest.Median(residual)
-		added := rest - onT
-		b.ReportMetric(benchtest.MS(ask), "ask_p50_ms")
-		b.ReportMetric(benchtest.MS(onT), "on_p50_ms")
-		b.ReportMetric(benchtest.MS(rt), "approver_rt_p50_ms")
-		b.ReportMetric(benchtest.MS(added), "added_beyond_approver_ms")
-		b.ReportMetric(float64(rest)/float64(onT), "x_vs_on_less_approver")
-		b.Logf("Ask call approved, through MCP: p50 %.3f ms | the same call On through MCP: p50 %.3f ms | the approver's round trip: p50 %.3f ms | Ask beyond the approver: %.3f ms added, %.2fx of On; target <= 2 ms added: %s",
-			benchtest.MS(ask), benchtest.MS(onT), benchtest.MS(rt), benchtest.MS(added), float64(rest)/float64(onT),
-			map[bool]string{true: "met", false: "NOT met"}[added <= 2*time.Millisecond])
-	}
+	benchAskApproved(b, do, s.asking, "through MCP", func() { call(asking) }, func() { call(on) })
 }
