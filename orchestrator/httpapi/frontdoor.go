@@ -213,6 +213,27 @@ func agentKeyOnly(p identity.Principal) error {
 	return nil
 }
 
+// namedSession is the session a GET or DELETE names in its header (why says what the header is
+// for); nil with the answer already given (or the error to return) when it names none the caller
+// may reach.
+func (s *Server) namedSession(c *fiber.Ctx, direct bool, why string) (*mcpSession, error) {
+	p := principalOf(c)
+	if direct {
+		if err := agentKeyOnly(p); err != nil {
+			return nil, err
+		}
+	}
+	sid := c.Get(mcpSessionHeader)
+	if sid == "" {
+		return nil, fault(http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the %s header is required: %s", mcpSessionHeader, why).answer(c)
+	}
+	sess, f := s.door.session(c, p, direct, sid, nil)
+	if f != nil {
+		return nil, f.answer(c)
+	}
+	return sess, nil
+}
+
 // mcpPost answers POST /mcp (direct) and POST /api/runs/{id}/mcp: one JSON-RPC message.
 func (s *Server) mcpPost(direct bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
@@ -736,26 +757,16 @@ func writeEvent(w *bufio.Writer, data []byte) error {
 // notifications/tools/list_changed whenever the run's offer changes. A newer stream replaces it.
 func (s *Server) mcpStream(direct bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p := principalOf(c)
-		if direct {
-			if err := agentKeyOnly(p); err != nil {
-				return err
-			}
-		}
-		sid := c.Get(mcpSessionHeader)
-		if sid == "" {
-			return fault(http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the %s header is required: a stream belongs to a session (initialize opens one)", mcpSessionHeader).answer(c)
-		}
-		sess, f := s.door.session(c, p, direct, sid, nil)
-		if f != nil {
-			return f.answer(c)
+		sess, err := s.namedSession(c, direct, "a stream belongs to a session (initialize opens one)")
+		if sess == nil {
+			return err
 		}
 		if !acceptsEvents(c) {
 			return fault(http.StatusNotAcceptable, nil, mcp.INVALID_REQUEST, "a session's stream is an event stream: send Accept: text/event-stream").answer(c)
 		}
 		st := sess.openStream()
 		if st == nil {
-			return fault(http.StatusNotFound, nil, mcp.INVALID_REQUEST, "MCP session %q has ended; send initialize again", clip(sid, 40)).answer(c)
+			return fault(http.StatusNotFound, nil, mcp.INVALID_REQUEST, "MCP session %q has ended; send initialize again", clip(sess.id, 40)).answer(c)
 		}
 		leave := sess.enter()
 		shutdown := c.Context().Done() // the server stopping; read here, never from the writer
@@ -847,22 +858,12 @@ func (sess *mcpSession) tell(offer string) {
 // is closed once its calls in flight have finished).
 func (s *Server) mcpDelete(direct bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p := principalOf(c)
-		if direct {
-			if err := agentKeyOnly(p); err != nil {
-				return err
-			}
-		}
-		sid := c.Get(mcpSessionHeader)
-		if sid == "" {
-			return fault(http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "the %s header is required: it names the session to end", mcpSessionHeader).answer(c)
-		}
-		sess, f := s.door.session(c, p, direct, sid, nil)
-		if f != nil {
-			return f.answer(c)
+		sess, err := s.namedSession(c, direct, "it names the session to end")
+		if sess == nil {
+			return err
 		}
 		if !s.door.end(c.UserContext(), sess, "deleted by its client") {
-			return fault(http.StatusNotFound, nil, mcp.INVALID_REQUEST, "MCP session %q has ended already", clip(sid, 40)).answer(c)
+			return fault(http.StatusNotFound, nil, mcp.INVALID_REQUEST, "MCP session %q has ended already", clip(sess.id, 40)).answer(c)
 		}
 		return c.JSON(fiber.Map{"ended": true, "run_id": sess.runID, "run_closed": sess.direct})
 	}
