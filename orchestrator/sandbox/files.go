@@ -59,6 +59,19 @@ func (f fileAPI) inHome(name string) (hostDir, rel string, err error) {
 	return hostDir, rel, err
 }
 
+// inRoot runs fn on the agent's host uid's thread with hostDir opened as the root every path is
+// resolved beneath.
+func (f fileAPI) inRoot(hostDir string, fn func(root *os.File) error) error {
+	return f.owner.do(func() error {
+		root, err := openRoot(hostDir)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return fn(root)
+	})
+}
+
 // openRoot opens a host folder of the sandbox (its home or run folder) to resolve paths beneath.
 func openRoot(hostDir string) (*os.File, error) {
 	fd, err := unix.Open(hostDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -116,12 +129,7 @@ func (f fileAPI) WriteFrom(ctx context.Context, name string, r io.Reader, perm f
 // by fill, then renamed over rel (which replaces a link there rather than writing through it).
 // Missing folders are made; on any failure the temporary file goes and rel is untouched.
 func (f fileAPI) replace(hostDir, rel, name string, perm fs.FileMode, fill func(*os.File) error) error {
-	return f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	return f.inRoot(hostDir, func(root *os.File) error {
 		dir, err := mkdirBeneath(root, path.Dir(rel))
 		if err != nil {
 			return hostError("write", name, err)
@@ -167,12 +175,7 @@ func (f fileAPI) ReadFile(ctx context.Context, name string, limit int64) ([]byte
 		return f.insideRead(ctx, name, limit)
 	}
 	var out []byte
-	err = f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	err = f.inRoot(hostDir, func(root *os.File) error {
 		file, err := openBeneath(root, rel, unix.O_RDONLY, 0)
 		if err != nil {
 			return hostError("read", name, err)
@@ -235,12 +238,7 @@ func (f fileAPI) Open(ctx context.Context, name string) (*Node, error) {
 		return nil, err
 	}
 	var n *Node
-	err = f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	err = f.inRoot(hostDir, func(root *os.File) error {
 		file, err := openBeneath(root, rel, unix.O_RDONLY, 0)
 		if err != nil {
 			return hostError("open", name, err)
@@ -325,12 +323,7 @@ func (f fileAPI) Remove(ctx context.Context, name string) error {
 	if hostDir == "" {
 		return f.inside(ctx, "remove", name, removeScript, nil)
 	}
-	return f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	return f.inRoot(hostDir, func(root *os.File) error {
 		dir, err := openDir(root, path.Dir(rel))
 		if errors.Is(err, unix.ENOENT) {
 			return nil
@@ -424,12 +417,7 @@ func (f fileAPI) ReadTail(ctx context.Context, name string, n int) ([]byte, erro
 		return nil, err
 	}
 	var out []byte
-	err = f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	err = f.inRoot(hostDir, func(root *os.File) error {
 		file, err := openBeneath(root, rel, unix.O_RDONLY, 0)
 		if err != nil {
 			return hostError("read", name, err)

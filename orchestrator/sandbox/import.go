@@ -49,12 +49,7 @@ func (f fileAPI) Import(ctx context.Context, dir string, archive io.Reader, limi
 		return Imported{}, fmt.Errorf("import into %s: name a new folder under it, such as %s/repos/name", dir, dir)
 	}
 	var got Imported
-	err = f.owner.do(func() error {
-		root, err := openRoot(hostDir)
-		if err != nil {
-			return err
-		}
-		defer root.Close()
+	err = f.inRoot(hostDir, func(root *os.File) error {
 		parent, err := mkdirBeneath(root, path.Dir(rel))
 		if err != nil {
 			return hostError("import into", dir, err)
