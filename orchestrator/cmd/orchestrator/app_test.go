@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/guildsai/guilds/orchestrator"
+	"github.com/guildsai/guilds/orchestrator/cmd/orchestrator/wire/wiretest"
 	"github.com/guildsai/guilds/orchestrator/postgres/pgtest"
 	"github.com/guildsai/guilds/orchestrator/registry"
 	"github.com/guildsai/guilds/orchestrator/sandbox"
@@ -103,22 +104,7 @@ func (s *started) stop(t testing.TB) int {
 // request sends one request to the running server.
 func request(t testing.TB, method, url string, body any) (int, map[string]any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
+	return wiretest.RequestAs(t, testToken, method, url, body)
 }
 
 // must sends a request and fails unless it answers want.

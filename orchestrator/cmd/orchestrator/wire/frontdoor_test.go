@@ -22,26 +22,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// as sends one request with bearer and decodes the JSON answer.
-func as(t testing.TB, bearer, method, url string, body any) (int, map[string]any) {
-	t.Helper()
-	var b []byte
-	if body != nil {
-		b, _ = json.Marshal(body)
-	}
-	req, _ := http.NewRequest(method, url, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
 // mcpClient opens an mcp-go client session at url with bearer; notes get the server's
 // notifications. The session ends with the test.
 func mcpClient(t testing.TB, url, bearer string, notes func(mcp.JSONRPCNotification)) (*client.Client, *mcp.InitializeResult) {
@@ -366,7 +346,7 @@ func TestFrontDoorRunToken(t *testing.T) {
 		{"another agent's key on the run", otherKey, "/api/runs/" + runID + "/mcp", 404},
 		{"no token", "", "/api/runs/" + runID + "/mcp", 401},
 	} {
-		if st, out := as(t, tc.bearer, "POST", s.API+tc.path, initialize); st != tc.want {
+		if st, out := wiretest.RequestAs(t, tc.bearer, "POST", s.API+tc.path, initialize); st != tc.want {
 			t.Errorf("%s: %d %v, want %d", tc.name, st, out, tc.want)
 		}
 	}
@@ -378,7 +358,7 @@ func TestFrontDoorRunToken(t *testing.T) {
 	wiretest.Must(t, 200, "POST", s.API+"/api/runs/"+runID+"/close", nil)
 	// The close reaches the credential cache as a database notice.
 	waitFor(t, 10*time.Second, "the closed run's token to be refused", func() bool {
-		st, _ := as(t, rt, "POST", s.API+"/api/runs/"+runID+"/mcp", initialize)
+		st, _ := wiretest.RequestAs(t, rt, "POST", s.API+"/api/runs/"+runID+"/mcp", initialize)
 		return st == 401
 	})
 }

@@ -138,13 +138,19 @@ func ServeIn(t testing.TB, backend string) *Served {
 // Request sends one request with Token and decodes the JSON answer.
 func Request(t testing.TB, method, url string, body any) (int, map[string]any) {
 	t.Helper()
+	return RequestAs(t, Token, method, url, body)
+}
+
+// RequestAs sends one request with bearer and decodes the JSON answer.
+func RequestAs(t testing.TB, bearer, method, url string, body any) (int, map[string]any) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("Authorization", "Bearer "+Token)
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
